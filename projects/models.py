@@ -1,0 +1,126 @@
+"""Users, orgs, memberships, projects and API tokens: who may see what."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, ClassVar
+
+from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from brain.models import TimestampedModel
+
+
+class UserManager(BaseUserManager["User"]):
+    use_in_migrations = True
+
+    def create_user(self, email: str, password: str | None = None, **extra: Any) -> User:
+        user = self.model(email=self.normalize_email(email).lower(), **extra)
+        user.set_password(password) if password else user.set_unusable_password()
+        user.save(using=self._db)
+        return user
+
+    def create_superuser(self, email: str, password: str | None = None, **extra: Any) -> User:
+        extra.update(is_staff=True, is_superuser=True)
+        return self.create_user(email, password, **extra)
+
+
+class User(AbstractBaseUser, PermissionsMixin):
+    """A person who signs in with an e-mail address (stored lowercased, unique)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    email = models.EmailField(unique=True, max_length=254)
+    display_name = models.CharField(max_length=120, blank=True)
+    is_active = models.BooleanField(default=True)
+    is_staff = models.BooleanField(default=False)
+    date_joined = models.DateTimeField(default=timezone.now)
+
+    objects: ClassVar[UserManager] = UserManager()
+
+    USERNAME_FIELD = "email"
+    EMAIL_FIELD = "email"
+    REQUIRED_FIELDS: ClassVar[list[str]] = []
+
+    def __str__(self) -> str:
+        return self.email
+
+
+class Org(TimestampedModel):
+    """A group of people sharing projects. Every user has one personal org, created with the user."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=80, unique=True)
+    personal_for = models.OneToOneField(
+        User, null=True, blank=True, on_delete=models.CASCADE, related_name="personal_org"
+    )
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(TimestampedModel):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        MEMBER = "member", "Member"
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "user"], name="membership_unique_org_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.org} ({self.role})"
+
+
+class Project(TimestampedModel):
+    """A codebase or client whose sessions and knowledge belong together."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="projects")
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=80)
+    framework = models.CharField(max_length=60, blank=True)
+    language = models.CharField(max_length=60, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(Lower("name"), "org", name="project_unique_name_ci_in_org"),
+            models.UniqueConstraint(fields=["org", "slug"], name="project_unique_slug_in_org"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiToken(TimestampedModel):
+    """A bearer token. Only a SHA-256 digest of the secret is stored; `prefix` identifies it in UIs."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    label = models.CharField(max_length=120, blank=True)
+    prefix = models.CharField(max_length=16, db_index=True)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.label or 'unnamed'})"
+
+    @property
+    def scope(self) -> str:
+        return "project" if self.project_id else "user"
+
+    def is_usable(self, now: Any = None) -> bool:
+        now = now or timezone.now()
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)

@@ -1,0 +1,81 @@
+"""Reads of accounts and projects, always narrowed to what the caller may see."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from brain.errors import NotFound
+from projects.models import ApiToken, Org, Project, User
+from projects.scope import Principal
+
+
+def token_digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def user_by_email(*, email: str) -> User:
+    user = User.objects.filter(email=email.strip().lower()).first()
+    if user is None:
+        raise NotFound(f"no user with e-mail {email.strip()!r}; create one with `brain user create --email`")
+    return user
+
+
+def personal_org(*, user: User) -> Org:
+    return Org.objects.get(personal_for=user)
+
+
+def orgs_of(*, user: User) -> QuerySet[Org]:
+    return Org.objects.filter(memberships__user=user)
+
+
+def projects_visible(*, principal: Principal) -> QuerySet[Project]:
+    """Projects the caller can see: the token's project only, or every project of the user's orgs.
+
+    Ordered personal org first, then by creation (the "first project" fallback uses this order).
+    """
+    token_project_id = principal.token.project_id if principal.token else None
+    if token_project_id is not None:
+        qs = Project.objects.filter(id=token_project_id, org__memberships__user=principal.user)
+    else:
+        qs = Project.objects.filter(org__memberships__user=principal.user)
+    own_first = Case(
+        When(org__personal_for=principal.user, then=Value(0)), default=Value(1), output_field=IntegerField()
+    )
+    return qs.select_related("org").annotate(own_rank=own_first).order_by("own_rank", "created_at", "id")
+
+
+def project_visible(*, principal: Principal, project_id: uuid.UUID | str) -> Project:
+    """One visible project; a missing project and a hidden one give the same NOT_FOUND."""
+    try:
+        pk = uuid.UUID(str(project_id))
+    except ValueError:
+        raise NotFound(f"project {project_id} not found") from None
+    project = projects_visible(principal=principal).filter(pk=pk).first()
+    if project is None:
+        raise NotFound(f"project {project_id} not found")
+    return project
+
+
+def project_in_org_by_name(*, org: Org, name: str) -> Project | None:
+    return Project.objects.filter(org=org).annotate(lname=Lower("name")).filter(lname=name.lower()).first()
+
+
+def token_for_raw(*, raw: str) -> ApiToken | None:
+    """The usable token for a raw bearer value, or None (unknown, revoked, expired, inactive user)."""
+    token = (
+        ApiToken.objects.select_related("user", "project")
+        .filter(digest=token_digest(raw), user__is_active=True)
+        .first()
+    )
+    if token is None or not token.is_usable(timezone.now()):
+        return None
+    return token
+
+
+def tokens_of(*, user: User) -> QuerySet[ApiToken]:
+    return ApiToken.objects.filter(user=user).select_related("project")

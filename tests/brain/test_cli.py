@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import pytest
+
+from projects.models import ApiToken, User
+from projects.selectors import token_digest
+from tests.support.proc import database_url_for_children, run_brain
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def db_env() -> dict[str, str]:
+    return {"DATABASE_URL": database_url_for_children()}
+
+
+def test_user_then_token_prints_a_token_stored_only_as_digest(db_env) -> None:
+    created = run_brain("user", "create", "--email", "Dana@Example.com", "--password", "pw-abcdef", env=db_env)
+    assert created.returncode == 0, created.stderr
+    user = User.objects.get(email="dana@example.com")
+    minted = run_brain("token", "create", "--email", "dana@example.com", "--name", "laptop", env=db_env)
+    assert minted.returncode == 0, minted.stderr
+    raw = minted.stdout.strip()
+    assert raw.count("\n") == 0 and raw.startswith("ebt_")
+    token = ApiToken.objects.get(user=user)
+    assert token.digest == token_digest(raw) and token.label == "laptop" and token.project is None
+    assert not ApiToken.objects.filter(digest=raw).exists()
+
+
+def test_project_scoped_token(db_env, tenant_a) -> None:
+    minted = run_brain("token", "create", "--email", tenant_a.user.email, "--project", "alpha app", env=db_env)
+    assert minted.returncode == 0, minted.stderr
+    assert ApiToken.objects.get(digest=token_digest(minted.stdout.strip())).project == tenant_a.project
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("token", "create", "--email", "ghost@example.com"), "no user with e-mail"),
+        (("token", "create", "--email", "alice@a.example", "--project", "Bravo App"), "has no project named"),
+        (("user", "create", "--email", "not-an-email"), "not a valid e-mail"),
+        (("user", "create", "--email", "alice@a.example"), "already exists"),
+    ],
+)
+def test_bad_input_is_one_line_nonzero_and_changes_nothing(db_env, tenant_a, tenant_b, args, message) -> None:
+    before = (User.objects.count(), ApiToken.objects.count())
+    result = run_brain(*args, env=db_env)
+    assert result.returncode == 1
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert result.stdout == ""
+    assert (User.objects.count(), ApiToken.objects.count()) == before
+
+
+def test_token_revoke_by_prefix(db_env, tenant_a) -> None:
+    result = run_brain("token", "revoke", "--email", tenant_a.user.email, "--prefix", tenant_a.user_token.prefix,
+                       env=db_env)
+    assert result.returncode == 0, result.stderr
+    assert ApiToken.objects.get(pk=tenant_a.user_token.pk).revoked_at is not None
+    assert ApiToken.objects.get(pk=tenant_a.project_token.pk).revoked_at is None
+
+
+def test_doctor_reports_each_dependency(db_env) -> None:
+    result = run_brain("doctor", env=db_env)
+    names = [line.split()[1] for line in result.stdout.splitlines()]
+    assert names == ["database", "pgvector", "broker", "embedder", "migrations"]
+    assert result.returncode == 0, result.stdout
+
+
+def test_wrong_database_url_is_one_clear_line() -> None:
+    result = run_brain("doctor", env={"DATABASE_URL": "postgres://nobody@127.0.0.1:1/nothing"})
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("brain: cannot connect to DATABASE_URL")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_server_without_pgvector_is_refused_with_the_fix() -> None:
+    # The machine's own PostgreSQL 15 has no pgvector.
+    result = run_brain("doctor", env={"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/postgres"})
+    assert result.returncode == 1
+    assert "has no pgvector extension" in result.stderr and "unset DATABASE_URL" in result.stderr
+
+
+def test_manage_passes_through() -> None:
+    result = run_brain("manage", "check")
+    assert result.returncode == 0 and "no issues" in result.stdout

@@ -1,0 +1,98 @@
+"""`brain serve` as a user runs it: a fresh data dir, real children, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.support.proc import BRAIN, free_port, run_brain
+
+pytestmark = pytest.mark.slow
+
+
+def _start(data_dir: Path, port: int) -> subprocess.Popen[str]:
+    env = {**os.environ, "BRAIN_DATA_DIR": str(data_dir), "BRAIN_PORT": str(port)}
+    env.pop("DATABASE_URL", None)
+    return subprocess.Popen([BRAIN, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float = 90) -> list[str]:
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if needle in line:
+            return lines
+    raise AssertionError(f"{needle!r} not printed; output:\n{''.join(lines)}")
+
+
+def _postgres_for(data_dir: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if proc.info["name"] == "postgres" and str(data_dir) in cmdline:
+            found.append(proc)
+    return found
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, int, list[str]]]:
+    data_dir, port = tmp_path / "data", free_port()
+    proc = _start(data_dir, port)
+    try:
+        lines = _wait_for_line(proc, "press Ctrl-C")
+        yield proc, data_dir, port, lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_serve_is_ready_and_sigterm_leaves_nothing_behind(served) -> None:
+    proc, data_dir, port, lines = served
+    output = "".join(lines)
+    assert f"serving on http://127.0.0.1:{port}" in output
+    assert "sign in as admin@localhost with password" in output
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as response:
+        body = json.load(response)
+    assert body["status"] == "ok" and all(check["ok"] for check in body["checks"].values())
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    assert len(descendants) >= 2 and _postgres_for(data_dir)
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    time.sleep(0.5)
+    assert [p for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+    assert _postgres_for(data_dir) == []
+
+
+def test_second_serve_on_same_data_dir_refuses(served) -> None:
+    _, data_dir, port, _ = served
+    second = run_brain("serve", "--port", str(free_port()), env={"BRAIN_DATA_DIR": str(data_dir)})
+    assert second.returncode == 1
+    assert "already served by pid" in second.stderr
+    # The first one is untouched.
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+        assert response.status == 200
+
+
+def test_port_in_use_refuses_and_starts_nothing(served, tmp_path: Path) -> None:
+    _, _, port, _ = served
+    other = tmp_path / "other"
+    result = run_brain("serve", "--port", str(port), env={"BRAIN_DATA_DIR": str(other)})
+    assert result.returncode == 1
+    assert f"port {port} on 127.0.0.1 is in use" in result.stderr
+    assert _postgres_for(other) == []

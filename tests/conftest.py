@@ -1,0 +1,53 @@
+"""Test setup: a real PostgreSQL with pgvector (the embedded server, or DATABASE_URL) per run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from brain.cli import prepare_database
+from brain.config import runtime_config
+from projects.models import ApiToken, Project, User
+from projects.scope import Principal
+from tests.factories import make_tenant
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings() -> Iterator[None]:
+    """Starts the embedded server (unless DATABASE_URL is set) before pytest-django creates test_brain."""
+    stop = prepare_database(runtime_config())
+    yield
+    stop()
+
+
+@dataclass
+class Tenant:
+    """A user with a personal org, one project, a user-scoped and a project-scoped token."""
+
+    user: User
+    project: Project
+    user_token: ApiToken
+    user_raw: str
+    project_token: ApiToken
+    project_raw: str
+
+    @property
+    def principal(self) -> Principal:
+        return Principal(user=self.user, token=self.user_token)
+
+    @property
+    def project_principal(self) -> Principal:
+        return Principal(user=self.user, token=self.project_token)
+
+
+@pytest.fixture
+def tenant_a(db: None) -> Tenant:
+    return Tenant(**make_tenant("alice@a.example", "Alpha App"))
+
+
+@pytest.fixture
+def tenant_b(db: None) -> Tenant:
+    """The second tenant: must never see anything of tenant_a."""
+    return Tenant(**make_tenant("bob@b.example", "Bravo App"))
