@@ -124,3 +124,39 @@ class ApiToken(TimestampedModel):
     def is_usable(self, now: Any = None) -> bool:
         now = now or timezone.now()
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+class Invitation(TimestampedModel):
+    """An e-mailed link that adds its addressee to an org. Only a digest of the link secret is stored."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(max_length=254)
+    role = models.CharField(max_length=16, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+    invited_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"invitation of {self.email} to {self.org}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.accepted_at is None and self.revoked_at is None and self.expires_at > timezone.now()
+
+
+class LoginThrottle(models.Model):
+    """Failed sign-ins per key ("email:…" or "ip:…") in the current window, shared by every web replica."""
+
+    key = models.CharField(max_length=300, primary_key=True)
+    failures = models.PositiveIntegerField(default=0)
+    window_started_at = models.DateTimeField()
+    locked_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.failures} failures"
