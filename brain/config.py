@@ -69,3 +69,13 @@ def secret_key_for(data_dir: Path) -> str:
     except OSError:
         # Unwritable data dir: startup reports it with a clear message; settings must still import.
         return secrets.token_urlsafe(50)
+
+
+def email_config() -> dict[str, object]:
+    """Outgoing mail: printed to the console unless BRAIN_EMAIL_URL names an SMTP server.
+
+    BRAIN_EMAIL_URL=smtp+tls://user:password@smtp.example.com:587 (django-environ's e-mail URL form).
+    """
+    config: dict[str, object] = env.email_url("BRAIN_EMAIL_URL", default="consolemail://")
+    config["DEFAULT_FROM_EMAIL"] = env.str("BRAIN_EMAIL_FROM", default="External Brain <brain@localhost>")
+    return config

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brain.config import env, runtime_config, secret_key_for
+from brain.config import email_config, env, runtime_config, secret_key_for
 from brain.embedded_db import DATABASE_NAME, SUPERUSER, server_for
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -86,7 +86,19 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/settings/tokens"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+# Mail (password reset, invitations): console by default, SMTP when BRAIN_EMAIL_URL is set.
+_EMAIL = email_config()
+EMAIL_BACKEND = str(_EMAIL["EMAIL_BACKEND"])
+EMAIL_HOST = str(_EMAIL.get("EMAIL_HOST") or "localhost")
+EMAIL_PORT = int(str(_EMAIL.get("EMAIL_PORT") or 25))
+EMAIL_HOST_USER = str(_EMAIL.get("EMAIL_HOST_USER") or "")
+EMAIL_HOST_PASSWORD = str(_EMAIL.get("EMAIL_HOST_PASSWORD") or "")
+EMAIL_USE_TLS = bool(_EMAIL.get("EMAIL_USE_TLS"))
+EMAIL_USE_SSL = bool(_EMAIL.get("EMAIL_USE_SSL"))
+DEFAULT_FROM_EMAIL = str(_EMAIL["DEFAULT_FROM_EMAIL"])
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
