@@ -99,9 +99,10 @@ def _start(child: Child, env: dict[str, str]) -> None:
 
 
 def _stop_all(children: list[Child]) -> None:
+    # Only the leaders get SIGTERM: gunicorn and Celery then shut their own workers down gracefully.
     for child in children:
         if child.process and child.process.poll() is None:
-            _signal_group(child.process.pid, signal.SIGTERM)
+            child.process.terminate()
     deadline = time.monotonic() + _STOP_GRACE_SECONDS
     for child in children:
         if child.process is None:

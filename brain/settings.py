@@ -16,6 +16,10 @@ DEBUG = RUNTIME.debug
 ALLOWED_HOSTS = env.list("BRAIN_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("BRAIN_CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_URL = env.str("BRAIN_PUBLIC_URL", default=f"http://{RUNTIME.host}:{RUNTIME.port}")
+if env.bool("BRAIN_BEHIND_TLS_PROXY", default=False):
+    # Behind Caddy / an ingress that terminates TLS and sets X-Forwarded-Proto.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
 
 INSTALLED_APPS = [
     "django.contrib.admin",
