@@ -165,6 +165,26 @@ BRAIN_RETRIEVAL = {
     "floor": env.float("BRAIN_RETRIEVAL_FLOOR", default=0.05),
     "max_per_type": env.int("BRAIN_RETRIEVAL_MAX_PER_TYPE", default=3),
     "candidates": env.int("BRAIN_RETRIEVAL_CANDIDATES", default=50),
+    "max_distance": env.float("BRAIN_RETRIEVAL_MAX_DISTANCE", default=0.75),
     "decay_floor": env.float("BRAIN_RETRIEVAL_DECAY_FLOOR", default=0.3),
     "budget_tokens": env.int("BRAIN_RETRIEVAL_BUDGET_TOKENS", default=1200),
+}
+
+# LLM providers for extraction and the oracle (knowledge/llm.py). No key configured: heuristic mode.
+_OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
+BRAIN_LLM = {
+    "model": env.str("KEA_MODEL", default=""),
+    "openai_api_key": env.str("OPENAI_API_KEY", default=""),
+    "anthropic_api_key": env.str("ANTHROPIC_API_KEY", default=""),
+    "dashscope_api_key": env.str("DASHSCOPE_API_KEY", default=""),
+    "openai_base_url": _OPENAI_BASE_URL or "https://api.openai.com/v1",
+    "openai_base_url_is_custom": bool(_OPENAI_BASE_URL),
+    "anthropic_base_url": env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com"),
+    "dashscope_base_url": env.str(
+        "DASHSCOPE_BASE_URL", default="https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+    ),
+    "timeout_s": env.float("BRAIN_LLM_TIMEOUT_S", default=60.0),
+    "max_attempts": env.int("BRAIN_LLM_MAX_ATTEMPTS", default=3),
+    "backoff_s": env.float("BRAIN_LLM_BACKOFF_S", default=1.0),
+    "daily_quota": env.int("BRAIN_LLM_DAILY_QUOTA", default=200),
 }

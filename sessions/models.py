@@ -1,1 +1,75 @@
-"""Models of this app."""
+"""Agent sessions and the events logged during them (searchable like knowledge)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+from brain.models import TimestampedModel
+from knowledge.models import EMBEDDING_DIMENSIONS, TS_CONFIG
+
+
+class Session(TimestampedModel):
+    """One coding task of one agent. Outcome fields stay null until the session is closed."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="agent_sessions")
+    client_type = models.CharField(max_length=60, blank=True)
+    prompt = models.TextField(blank=True)
+    framework = models.CharField(max_length=60, blank=True)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    success = models.BooleanField(null=True, blank=True)
+    user_feedback = models.CharField(max_length=8, blank=True)
+    quality_score = models.PositiveSmallIntegerField(null=True, blank=True)
+    outcome = models.JSONField(null=True, blank=True, help_text="the outcome report as received")
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [
+            models.Index(fields=["user", "project", "-started_at"], name="session_user_project_started"),
+            models.Index(fields=["user", "-started_at"], name="session_user_started"),
+        ]
+
+    def __str__(self) -> str:
+        return f"session {self.id} ({self.client_type or 'client'})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+
+class SessionEvent(TimestampedModel):
+    """Something that happened in a session. `user` and `project` repeat the session's so that search
+    can scope events in one index-friendly WHERE clause without a join."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    event_type = models.CharField(max_length=40)
+    payload = models.JSONField(default=dict, blank=True)
+    content = models.TextField(blank=True, help_text="the searchable text of the event")
+    occurred_at = models.DateTimeField()
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=120, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config=TS_CONFIG), output_field=SearchVectorField(), db_persist=True
+    )
+
+    class Meta:
+        ordering = ["occurred_at", "created_at"]
+        indexes = [
+            models.Index(fields=["session", "occurred_at"], name="event_session_occurred"),
+            models.Index(fields=["user", "project"], name="event_user_project"),
+            GinIndex(fields=["search_vector"], name="event_search_gin"),
+            HnswIndex(
+                name="event_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} in {self.session_id}"

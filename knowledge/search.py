@@ -1,0 +1,158 @@
+"""The hybrid search core shared by knowledge and session-event search.
+
+One SQL statement ranks a scoped candidate set twice, by pgvector cosine distance (HNSW) and by
+full-text rank (GIN, `websearch_to_tsquery` turned into an any-term query), and fuses the two ranked lists
+by weighted reciprocal rank (RRF). Scope and eligibility are part of both WHERE clauses, so nothing
+the caller may not see is ever ranked. Re-scoring happens afterwards in `knowledge.scoring`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from django.db import connection, transaction
+
+from brain.logs import log_op
+from knowledge.embeddings import EmbeddingUnavailable, embed_query
+from knowledge.models import TS_CONFIG
+
+logger = logging.getLogger(__name__)
+
+Mode = Literal["hybrid", "fts", "vector"]
+MODES: tuple[Mode, ...] = ("hybrid", "fts", "vector")
+# Full-text matches ranked per query are capped so a query made of common words stays fast at 1M rows;
+# rows matching every term are always ranked (see the `fts` CTE).
+FTS_SCAN_CAP = 4000
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A SQL condition over the alias `t` with its named parameters (built by the selectors)."""
+
+    sql: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Fusion:
+    rrf_k: int = 60
+    weight_vector: float = 1.0
+    weight_fts: float = 1.0
+    candidates: int = 50
+    # Nearest neighbours exist for any query; beyond this cosine distance they are not evidence.
+    max_distance: float = 2.0
+
+
+@dataclass
+class Candidate:
+    id: Any
+    rrf: float
+    vec_rank: int | None
+    vec_distance: float | None
+    fts_rank: int | None
+    fts_score: float | None
+    row: dict[str, Any]
+
+
+@dataclass
+class CandidateSet:
+    candidates: list[Candidate]
+    retrieval: str  # "hybrid", "fts", "vector" (what ran) or "fts_only" (vectors unavailable)
+    rrf_max: float
+    notice: str = ""
+
+
+_EMPTY_VEC = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS dist WHERE false"
+_EMPTY_FTS = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS score WHERE false"
+
+
+def _vec_cte(table: str, scope: Scope) -> str:
+    return f"""
+        SELECT id, row_number() OVER (ORDER BY dist, id) AS rnk, dist FROM (
+            SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist FROM {table} t
+            WHERE {scope.sql} AND t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s
+            ORDER BY t.embedding <=> %(qvec)s::vector LIMIT %(n)s) v
+        WHERE dist <= %(maxdist)s"""
+
+
+def _fts_cte(table: str, scope: Scope) -> str:
+    # Any-term matches are ranked among at most FTS_SCAN_CAP rows; all-term matches are added
+    # uncapped, so the best full-text hits survive even when common words match many rows.
+    return f"""
+        SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score FROM (
+            SELECT DISTINCT ON (m.id) m.id, ts_rank_cd(m.sv, q.tsq_any, 1) AS score FROM (
+                (SELECT t.id, t.search_vector AS sv FROM {table} t, q
+                 WHERE {scope.sql} AND t.search_vector @@ q.tsq_any LIMIT {FTS_SCAN_CAP})
+                UNION ALL
+                (SELECT t.id, t.search_vector AS sv FROM {table} t, q
+                 WHERE {scope.sql} AND t.search_vector @@ q.tsq_all)
+            ) m, q ORDER BY m.id) ranked
+        ORDER BY score DESC, id LIMIT %(n)s"""
+
+
+def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool) -> str:
+    tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
+    return f"""
+    WITH q AS (SELECT {tsq_all} AS tsq_all,
+                      replace({tsq_all}::text, ' & ', ' | ')::tsquery AS tsq_any),
+    vec AS ({_vec_cte(table, scope) if use_vec else _EMPTY_VEC}),
+    fts AS ({_fts_cte(table, scope) if use_fts else _EMPTY_FTS}),
+    fused AS (
+        SELECT COALESCE(vec.id, fts.id) AS fused_id, vec.rnk AS vec_rank, vec.dist AS vec_distance,
+               fts.rnk AS fts_rank, fts.score AS fts_score,
+               COALESCE(%(wv)s / (%(k)s + vec.rnk), 0) + COALESCE(%(wf)s / (%(k)s + fts.rnk), 0) AS rrf
+        FROM vec FULL OUTER JOIN fts ON vec.id = fts.id)
+    SELECT fused.*, {columns} FROM fused JOIN {table} t ON t.id = fused.fused_id
+    ORDER BY rrf DESC, t.id LIMIT %(n)s"""
+
+
+def _query_vector(text: str, mode: Mode) -> tuple[list[float] | None, str, str]:
+    """The query vector and model, or None with the reason when vectors cannot be used."""
+    if mode == "fts":
+        return None, "", ""
+    try:
+        vector, model = embed_query(text)
+    except EmbeddingUnavailable as exc:
+        log_op(logger, "retrieval.fts_only", level=logging.WARNING, reason=str(exc)[:200])
+        return None, "", str(exc)
+    return vector, model, ""
+
+
+def hybrid_candidates(*, table: str, columns: str, scope: Scope, query: str, mode: Mode, fusion: Fusion) -> CandidateSet:
+    """Top `fusion.candidates` rows of `table` inside `scope`, fused by RRF; falls back to FTS alone."""
+    vector, model, notice = _query_vector(query, mode)
+    use_vec = vector is not None
+    use_fts = mode != "vector" or not use_vec
+    retrieval = mode if (use_vec or mode == "fts") else "fts_only"
+    weight_v = fusion.weight_vector if use_vec else 0.0
+    weight_f = fusion.weight_fts if use_fts else 0.0
+    params = {
+        **scope.params, "qtext": query, "qvec": _vector_literal(vector), "qmodel": model,
+        "n": fusion.candidates, "maxdist": fusion.max_distance, "k": float(fusion.rrf_k), "wv": weight_v, "wf": weight_f,
+    }
+    sql = _sql(table, columns, scope, use_vec=use_vec, use_fts=use_fts)
+    with transaction.atomic(), connection.cursor() as cursor:
+        if use_vec:
+            # Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8).
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, int(fusion.candidates))}")
+        cursor.execute(sql, params)
+        names = [col.name for col in cursor.description or []]
+        rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+    rrf_max = (weight_v + weight_f) / (fusion.rrf_k + 1)
+    return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice)
+
+
+def _vector_literal(vector: list[float] | None) -> str | None:
+    if vector is None:
+        return None
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def _candidate(row: dict[str, Any]) -> Candidate:
+    return Candidate(
+        id=row.pop("fused_id"), rrf=float(row.pop("rrf")), vec_rank=row.pop("vec_rank"),
+        vec_distance=row.pop("vec_distance"), fts_rank=row.pop("fts_rank"), fts_score=row.pop("fts_score"), row=row,
+    )

@@ -1,0 +1,79 @@
+"""Writes of knowledge. Embedding happens before the transaction and never fails a write."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from brain.errors import ValidationFailed
+from brain.logs import log_op
+from knowledge.embeddings import EmbeddingUnavailable, embed_texts
+from knowledge.models import KnowledgeItem, KnowledgeType
+from projects.models import Project, User
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class KnowledgeDraft:
+    content: str
+    type: str = KnowledgeType.RULE
+    trigger: str = ""
+    rationale: str = ""
+    tags: Sequence[str] = field(default_factory=tuple)
+    source: str = ""
+    confidence: float = 0.7
+    framework: str = ""
+    language: str = ""
+    stage: str = ""
+
+
+def knowledge_embedding_text(*, trigger: str, content: str) -> str:
+    """What is embedded for an item: its trigger and rule (the rationale explains, it does not match)."""
+    return f"{trigger.strip()}\n{content.strip()}".strip()
+
+
+def embed_or_none(texts: Sequence[str], *, op: str) -> tuple[list[list[float]] | None, str]:
+    """Vectors for `texts`, or None (logged) when the embedder is off or failing; the backfill catches up."""
+    try:
+        return embed_texts(texts)
+    except EmbeddingUnavailable as exc:
+        log_op(logger, op, level=logging.WARNING, count=len(texts), reason=str(exc)[:200])
+        return None, ""
+
+
+def _validate(draft: KnowledgeDraft) -> None:
+    if draft.type not in KnowledgeType.values:
+        raise ValidationFailed(f"type must be one of {', '.join(KnowledgeType.values)}; got {draft.type!r}")
+    if not draft.content.strip():
+        raise ValidationFailed("content (the rule text) must not be empty")
+    if not 0.0 <= draft.confidence <= 1.0:
+        raise ValidationFailed(f"confidence must be between 0 and 1; got {draft.confidence}")
+
+
+def knowledge_create_many(*, owner: User, project: Project | None, drafts: Sequence[KnowledgeDraft]) -> list[KnowledgeItem]:
+    """Stores every draft (all validated first, all or nothing), each with a vector when the embedder works."""
+    for draft in drafts:
+        _validate(draft)
+    vectors, model = embed_or_none(
+        [knowledge_embedding_text(trigger=d.trigger, content=d.content) for d in drafts], op="knowledge.embed_failed"
+    )
+    rows = [
+        KnowledgeItem(
+            owner=owner, project=project, type=d.type, trigger=d.trigger.strip(), content=d.content.strip(),
+            rationale=d.rationale.strip(), tags=list(d.tags), source=d.source, confidence=d.confidence,
+            framework=d.framework, language=d.language, stage=d.stage,
+            embedding=vectors[i] if vectors else None, embedding_model=model,
+        )
+        for i, d in enumerate(drafts)
+    ]
+    with transaction.atomic():
+        return KnowledgeItem.objects.bulk_create(rows)
+
+
+def knowledge_create(*, owner: User, project: Project | None, draft: KnowledgeDraft) -> KnowledgeItem:
+    """Stores one item (with a vector when possible)."""
+    return knowledge_create_many(owner=owner, project=project, drafts=[draft])[0]

@@ -1,0 +1,125 @@
+"""Reads of agent sessions, always the caller's own and inside the caller's visible projects (in SQL)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from knowledge.scoring import Context, Weights, rescore
+from knowledge.search import Fusion, Mode, Scope, hybrid_candidates
+from knowledge.selectors import fusion_from_settings
+from projects.scope import Principal
+from projects.selectors import project_visible, projects_visible
+
+EVENT_TABLE = "agent_sessions_sessionevent"
+_COLUMNS = "t.id, t.session_id, t.project_id, t.event_type, t.content, t.occurred_at, t.created_at"
+SNIPPET_CHARS = 240
+# Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
+EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)
+
+
+@dataclass
+class EventHit:
+    id: uuid.UUID
+    session_id: uuid.UUID
+    event_type: str
+    snippet: str
+    occurred_at: datetime
+    score: float
+    explain: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SessionHit:
+    session_id: uuid.UUID
+    project_id: uuid.UUID
+    score: float
+    started_at: datetime | None
+    events: list[EventHit]
+
+
+@dataclass
+class SessionSearchResult:
+    sessions: list[SessionHit]
+    events: list[EventHit]
+    retrieval: str
+    notice: str = ""
+
+
+def session_event_scope(
+    *, principal: Principal, project_id: uuid.UUID | str | None = None,
+    since: datetime | None = None, until: datetime | None = None,
+) -> Scope:
+    """The caller's own events in visible projects (one project when given), optionally in a time window."""
+    if project_id is not None:
+        project_ids = [project_visible(principal=principal, project_id=project_id).id]
+    else:
+        project_ids = list(projects_visible(principal=principal).values_list("id", flat=True))
+    sql = "t.user_id = %(scope_user)s AND t.project_id = ANY(%(scope_projects)s::uuid[])"
+    params: dict[str, Any] = {"scope_user": principal.user.id, "scope_projects": project_ids}
+    if since is not None:
+        sql += " AND t.occurred_at >= %(since)s"
+        params["since"] = since
+    if until is not None:
+        sql += " AND t.occurred_at < %(until)s"
+        params["until"] = until
+    return Scope(sql, params)
+
+
+def session_search(
+    *, principal: Principal, query: str, limit: int = 10, project_id: uuid.UUID | str | None = None,
+    since: datetime | None = None, until: datetime | None = None, mode: Mode = "hybrid",
+    explain: bool = False, fusion: Fusion | None = None,
+) -> SessionSearchResult:
+    """The caller's sessions ranked by their best-matching events (and prompts), with the matching events."""
+    scope = session_event_scope(principal=principal, project_id=project_id, since=since, until=until)
+    found = hybrid_candidates(
+        table=EVENT_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,
+        fusion=fusion or fusion_from_settings(max_distance=2.0),
+    )
+    now = timezone.now()
+    events: list[EventHit] = []
+    for cand in found.candidates:
+        score, terms = rescore(rrf=cand.rrf, rrf_max=found.rrf_max, row=cand.row, context=Context(),
+                               weights=EVENT_WEIGHTS, now=now)
+        terms.update(vec_rank=cand.vec_rank or 0, fts_rank=cand.fts_rank or 0, rrf=round(cand.rrf, 6))
+        events.append(_event_hit(cand.row, score, terms if explain else {}))
+    events.sort(key=lambda hit: -hit.score)
+    sessions = _sessions_of(events, found.candidates)[:limit]
+    return SessionSearchResult(sessions=sessions, events=events, retrieval=found.retrieval, notice=found.notice)
+
+
+def _event_hit(row: dict[str, Any], score: float, explain: dict[str, Any]) -> EventHit:
+    text = " ".join(str(row["content"]).split())
+    snippet = text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+    return EventHit(id=row["id"], session_id=row["session_id"], event_type=row["event_type"], snippet=snippet,
+                    occurred_at=row["occurred_at"], score=round(score, 6), explain=explain)
+
+
+def _sessions_of(events: list[EventHit], candidates: list[Any]) -> list[SessionHit]:
+    """A session scores by its best event plus a small share of its next ones (several matching turns
+    are more evidence than one), so ties between single-hit sessions resolve toward broader matches."""
+    projects = {c.row["session_id"]: c.row["project_id"] for c in candidates}
+    grouped: dict[uuid.UUID, list[EventHit]] = {}
+    for hit in events:
+        grouped.setdefault(hit.session_id, []).append(hit)
+    hits = [
+        SessionHit(session_id=sid, project_id=projects[sid], events=group[:3], started_at=None,
+                   score=round(group[0].score + 0.1 * sum(h.score for h in group[1:3]), 6))
+        for sid, group in grouped.items()
+    ]
+    hits.sort(key=lambda hit: -hit.score)
+    _attach_start_times(hits)
+    return hits
+
+
+def _attach_start_times(hits: list[SessionHit]) -> None:
+    from sessions.models import Session
+
+    started = dict(Session.objects.filter(id__in=[h.session_id for h in hits]).values_list("id", "started_at"))
+    for hit in hits:
+        hit.started_at = started.get(hit.session_id)
