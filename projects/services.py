@@ -62,14 +62,18 @@ def _clean_project_fields(name: str, framework: str | None, language: str | None
 
 
 def project_ensure_named(
-    *, user: User, name: str, framework: str | None = None, language: str | None = None
+    *, user: User, name: str, framework: str | None = None, language: str | None = None, org: Org | None = None
 ) -> tuple[Project, bool]:
-    """Finds the project by case-insensitive name in the user's personal org, or creates it.
+    """Finds the project by case-insensitive name in the user's personal org (or `org`), or creates it.
 
-    framework and language are written only on creation. Safe under concurrent calls.
+    framework and language are written only on creation. Safe under concurrent calls. An `org` the
+    user is not a member of gives NOT_FOUND.
     """
     name, framework, language = _clean_project_fields(name, framework, language)
-    org = Org.objects.get(personal_for=user)
+    if org is None:
+        org = Org.objects.get(personal_for=user)
+    elif not Membership.objects.filter(org=org, user=user).exists():
+        raise NotFound(f"org {org.pk} not found")
     existing = project_in_org_by_name(org=org, name=name)
     if existing:
         return existing, False
