@@ -103,3 +103,13 @@ class KnowledgeItem(TimestampedModel):
     @property
     def outcomes(self) -> int:
         return self.success_count + self.failure_count
+
+
+class PeerCard(TimestampedModel):
+    """Hard facts about one user that override anything learned (name, editor, tone, conventions)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="peer_card")
+    facts = models.JSONField(default=dict, blank=True, help_text="short key -> value facts")
+
+    def __str__(self) -> str:
+        return f"peer card of {self.user_id}"

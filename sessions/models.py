@@ -73,3 +73,29 @@ class SessionEvent(TimestampedModel):
 
     def __str__(self) -> str:
         return f"{self.event_type} in {self.session_id}"
+
+
+class ApplicationRole(models.TextChoices):
+    INJECTED = "injected", "Injected"
+    USED_REPORTED = "used_reported", "Reported as used"
+
+
+class SessionKnowledgeApplication(TimestampedModel):
+    """A knowledge row that reached a session: injected by the brain or reported used by the agent.
+
+    One row per (session, knowledge, role), so a retried call records nothing twice. `outcome` is
+    set when the session closes (True success, False failure)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="applications")
+    knowledge = models.ForeignKey("knowledge.KnowledgeItem", on_delete=models.CASCADE, related_name="applications")
+    role = models.CharField(max_length=16, choices=ApplicationRole.choices)
+    outcome = models.BooleanField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "knowledge", "role"], name="application_unique_role"),
+        ]
+        indexes = [models.Index(fields=["knowledge", "role"], name="application_knowledge_role")]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.knowledge_id} in {self.session_id}"
