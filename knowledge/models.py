@@ -113,3 +113,93 @@ class PeerCard(TimestampedModel):
 
     def __str__(self) -> str:
         return f"peer card of {self.user_id}"
+
+
+class LlmUsage(models.Model):
+    """Extractions charged to one user on one UTC day (the daily LLM quota), claimed by conditional UPDATE."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "day"], name="llm_usage_user_day")]
+
+
+class ProposalKind(models.TextChoices):
+    NEW_KNOWLEDGE = "new_knowledge", "New knowledge row"
+    SKILL_PATCH = "skill_patch", "Append to a skill"
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING = "pending", "Waiting for approval"
+    APPROVED = "approved", "Approved and applied"
+    REJECTED = "rejected", "Rejected"
+
+
+class Proposal(TimestampedModel):
+    """An autoskill suggestion waiting for a human: a new row, or text appended to an existing skill.
+
+    `session_id` is a plain UUID (knowledge may not import sessions); (session_id, target_key) is unique,
+    so rerunning autoskill on a session proposes nothing twice."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="proposals")
+    project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    session_id = models.UUIDField()
+    target_key = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=ProposalKind.choices)
+    target = models.ForeignKey(KnowledgeItem, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    type = models.CharField(max_length=20, choices=KnowledgeType.choices, default=KnowledgeType.REFLEX)
+    trigger = models.TextField(blank=True)
+    content = models.TextField()
+    rationale = models.TextField(blank=True)
+    score = models.PositiveSmallIntegerField()
+    signals = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=10, choices=ProposalStatus.choices, default=ProposalStatus.PENDING)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+    applied_item = models.ForeignKey(KnowledgeItem, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["session_id", "target_key"], name="proposal_session_target")]
+        indexes = [models.Index(fields=["owner", "status"], name="proposal_owner_status")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} proposal ({self.status}): {self.content[:60]}"
+
+
+class Contradiction(TimestampedModel):
+    """Two live rows that say opposite things, recorded by evolution for a human to resolve."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    first = models.ForeignKey(KnowledgeItem, on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey(KnowledgeItem, on_delete=models.CASCADE, related_name="+")
+    similarity = models.FloatField()
+    reason = models.CharField(max_length=40, help_text="anti_principle | polarity")
+    confirmed_by = models.CharField(max_length=120, help_text="heuristic, or the model that confirmed it")
+    detected_on = models.DateField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["first", "second"], name="contradiction_pair")]
+
+
+class HealthSnapshot(TimestampedModel):
+    """Knowledge health of one scope (a project, or an owner's project-less rows) on one day."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    as_of = models.DateField()
+    active = models.PositiveIntegerField()
+    used_last_30_days = models.PositiveIntegerField()
+    average_confidence = models.FloatField()
+    median_age_days = models.FloatField()
+    contradictions = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "project", "as_of"], name="health_scope_day",
+                                    nulls_distinct=False),
+        ]

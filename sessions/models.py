@@ -99,3 +99,45 @@ class SessionKnowledgeApplication(TimestampedModel):
 
     def __str__(self) -> str:
         return f"{self.role} {self.knowledge_id} in {self.session_id}"
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class SessionJob(TimestampedModel):
+    """A background job owed to a closed session (extract, autoskill), recorded in the close transaction.
+
+    The row is the truth, the broker message only a wake-up: a worker claims the row with a conditional
+    UPDATE (a fresh claim token), writes its result and marks the row done in one transaction that checks
+    the token, so a redelivered or re-enqueued message can never produce a second result."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="jobs")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=20)
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    claim = models.UUIDField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=30, blank=True)
+    items = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "name"], name="session_job_unique")]
+        indexes = [models.Index(fields=["status", "enqueued_at"], name="session_job_status")]
+
+    def __str__(self) -> str:
+        return f"{self.name} of {self.session_id} ({self.status})"
+
+
+class CrossSessionCursor(TimestampedModel):
+    """Where the daily cross-session extract stopped for one user: sessions that ended after it are new."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    last_ended_at = models.DateTimeField(null=True, blank=True)
+    last_run_on = models.DateField(null=True, blank=True)
