@@ -1,0 +1,82 @@
+"""One error envelope for every API failure: {"error": {"code", "message", "details"}}.
+
+Codes are stable and documented: the BrainError codes (VALIDATION, NOT_FOUND, FORBIDDEN_PROJECT,
+CONFLICT) plus the transport's own (UNAUTHENTICATED, CSRF_FAILED, METHOD_NOT_ALLOWED, RATE_LIMITED,
+SERVER_ERROR).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI, Schema
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from brain.errors import BrainError
+from brain.logs import log_op
+
+logger = logging.getLogger("brain.api")
+
+HTTP_CODES = {
+    400: "VALIDATION", 401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED",
+    409: "CONFLICT", 413: "VALIDATION", 422: "VALIDATION", 429: "RATE_LIMITED",
+}
+
+
+class ErrorBody(Schema):
+    code: str
+    message: str
+    details: dict[str, Any] = {}
+
+
+class ErrorEnvelope(Schema):
+    error: ErrorBody
+
+
+def error_response(
+    api: NinjaAPI, request: HttpRequest, status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> HttpResponse:
+    body = {"error": {"code": code, "message": message, "details": details or {}}}
+    return api.create_response(request, body, status=status)
+
+
+def _validation_details(exc: ValidationError) -> dict[str, Any]:
+    fields = []
+    for err in exc.errors:
+        loc = [str(part) for part in err.get("loc", ()) if part not in ("body", "payload", "query", "path")]
+        fields.append({"field": ".".join(loc) or None, "problem": err.get("msg", "invalid")})
+    return {"fields": fields}
+
+
+def install_error_handlers(api: NinjaAPI) -> None:
+    """Maps every exception an operation can raise to the envelope; nothing leaks a stack trace."""
+
+    @api.exception_handler(BrainError)
+    def _brain(request: HttpRequest, exc: BrainError) -> HttpResponse:
+        return error_response(api, request, exc.http_status, exc.code, exc.message, exc.details)
+
+    @api.exception_handler(ValidationError)
+    def _validation(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+        return error_response(api, request, 400, "VALIDATION", "the request is invalid", _validation_details(exc))
+
+    @api.exception_handler(AuthenticationError)
+    def _auth(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+        message = "send a valid token as 'Authorization: Bearer <token>' (mint one at /settings/tokens)"
+        return error_response(api, request, 401, "UNAUTHENTICATED", message)
+
+    @api.exception_handler(HttpError)
+    def _http(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        code = "CSRF_FAILED" if "CSRF" in str(exc) else HTTP_CODES.get(exc.status_code, "ERROR")
+        return error_response(api, request, exc.status_code, code, str(exc))
+
+    @api.exception_handler(Http404)
+    def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+        return error_response(api, request, 404, "NOT_FOUND", str(exc) or "not found")
+
+    @api.exception_handler(Exception)
+    def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+        log_op(logger, "api.error", level=logging.ERROR, path=request.path, exc=type(exc).__name__)
+        logger.exception("unhandled API error")
+        return error_response(api, request, 500, "SERVER_ERROR", "the server failed; the error is in its log")

@@ -1,0 +1,92 @@
+"""Wire shapes of the REST API (camelCase, like the MCP tools' results)."""
+# ruff: noqa: N815
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from ninja import Field, Schema
+from pydantic import ConfigDict
+
+from projects.models import ApiToken, Project
+from projects.scope import Principal
+
+
+class StrictIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProjectOut(Schema):
+    id: uuid.UUID
+    slug: str
+    name: str
+    orgId: uuid.UUID
+    orgSlug: str
+    orgName: str
+    framework: str
+    language: str
+    isOwn: bool
+    createdAt: datetime
+
+    @staticmethod
+    def of(project: Project, principal: Principal) -> ProjectOut:
+        return ProjectOut(
+            id=project.pk, slug=project.slug, name=project.name, orgId=project.org_id, orgSlug=project.org.slug,
+            orgName=project.org.name, framework=project.framework, language=project.language,
+            isOwn=project.org.personal_for_id == principal.user.pk, createdAt=project.created_at,
+        )
+
+
+class ProjectCreateIn(StrictIn):
+    name: str = Field(min_length=1, max_length=120)
+    framework: str | None = Field(default=None, max_length=60)
+    language: str | None = Field(default=None, max_length=60)
+    orgId: uuid.UUID | None = Field(default=None, description="An org you belong to; default: your personal org.")
+
+
+class ProjectCreateOut(ProjectOut):
+    created: bool
+
+
+class ProjectPage(Schema):
+    items: list[ProjectOut]
+    nextCursor: str | None
+
+
+class TokenOut(Schema):
+    id: uuid.UUID
+    label: str
+    prefix: str
+    scope: str = Field(description="user, or project when bound to projectId")
+    projectId: uuid.UUID | None
+    projectName: str | None
+    createdAt: datetime
+    lastUsedAt: datetime | None
+    expiresAt: datetime | None
+    revokedAt: datetime | None
+    active: bool
+
+    @staticmethod
+    def of(token: ApiToken) -> TokenOut:
+        return TokenOut(
+            id=token.pk, label=token.label, prefix=token.prefix, scope=token.scope, projectId=token.project_id,
+            projectName=token.project.name if token.project else None, createdAt=token.created_at,
+            lastUsedAt=token.last_used_at, expiresAt=token.expires_at, revokedAt=token.revoked_at,
+            active=token.is_usable(),
+        )
+
+
+class TokenCreateIn(StrictIn):
+    label: str = Field(min_length=1, max_length=120)
+    projectId: uuid.UUID | None = Field(default=None, description="Bind the token to this project only.")
+    expiresAt: datetime | None = Field(default=None, description="Must be in the future; default: never.")
+
+
+class TokenCreateOut(TokenOut):
+    token: str = Field(description="The raw secret. Shown in this response only; store it now.")
+
+
+class TokenPage(Schema):
+    items: list[TokenOut]
+    nextCursor: str | None

@@ -1,0 +1,5 @@
+from django.urls import path
+
+from projects.api import api
+
+urlpatterns = [path("", api.urls)]

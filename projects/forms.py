@@ -1,0 +1,103 @@
+"""HTML forms of the account, org and token pages. They validate input; services do the writes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, cast
+
+from django import forms
+from django.contrib.auth import password_validation
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest
+from django.utils import timezone
+
+from projects.models import Membership, Project, User
+from projects.throttle import login_blocked_for, login_failure_record, login_success_record
+
+EXPIRY_CHOICES = [("", "Never"), ("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year")]
+
+
+def client_ip(request: HttpRequest | None) -> str | None:
+    # REMOTE_ADDR only: X-Forwarded-For is client-controlled unless a trusted proxy rewrites it.
+    return request.META.get("REMOTE_ADDR") if request is not None else None
+
+
+class SignUpForm(forms.Form):
+    email = forms.EmailField(max_length=254, widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    password = forms.CharField(
+        strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text=password_validation.password_validators_help_text_html(),
+    )
+
+    def clean_email(self) -> str:
+        email = self.cleaned_data["email"].strip().lower()
+        if User.objects.filter(email=email).exists():
+            raise ValidationError("An account with this e-mail address exists already. Sign in instead.")
+        return email
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("email") and data.get("password"):
+            try:
+                password_validation.validate_password(data["password"], User(email=data["email"]))
+            except ValidationError as exc:
+                self.add_error("password", exc)
+        return data
+
+
+class ThrottledLoginForm(AuthenticationForm):
+    """Django's sign-in form, refusing attempts while the account or client IP is locked out."""
+
+    def clean(self) -> dict[str, Any]:
+        email = (self.cleaned_data.get("username") or "").strip().lower()
+        ip = client_ip(self.request)
+        wait = login_blocked_for(email=email, ip=ip)
+        if wait is not None:
+            minutes = max(1, round(wait.total_seconds() / 60))
+            raise ValidationError(
+                f"Too many failed sign-ins. Try again in {minutes} minute(s), or reset your password.",
+                code="throttled",
+            )
+        try:
+            data = super().clean()
+        except ValidationError:
+            login_failure_record(email=email, ip=ip)
+            raise
+        login_success_record(email=email)
+        return data
+
+
+class TokenMintForm(forms.Form):
+    label = forms.CharField(max_length=120, help_text="Where the token is used, e.g. “work laptop”.")
+    scope = forms.ChoiceField(
+        choices=[], help_text="A project-scoped token sees and writes only that project."
+    )
+    expires_in_days = forms.ChoiceField(choices=EXPIRY_CHOICES, required=False, label="Expires")
+
+    def __init__(self, *args: Any, projects: list[Project], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.projects = {str(p.pk): p for p in projects}
+        choices = [("user", "All my projects (user scope)")]
+        choices += [(pk, f"Only {p.name} ({p.org.name})") for pk, p in self.projects.items()]
+        cast(forms.ChoiceField, self.fields["scope"]).choices = choices
+
+    def project(self) -> Project | None:
+        return self.projects.get(self.cleaned_data["scope"])
+
+    def expires_at(self) -> Any:
+        days = self.cleaned_data.get("expires_in_days")
+        return timezone.now() + timedelta(days=int(days)) if days else None
+
+
+class OrgCreateForm(forms.Form):
+    name = forms.CharField(max_length=200, label="Team name")
+
+
+class InviteForm(forms.Form):
+    email = forms.EmailField(max_length=254)
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MEMBER)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Membership.Role.choices)

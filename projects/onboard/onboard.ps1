@@ -1,0 +1,169 @@
+# External Brain installer for Windows PowerShell 5.1+ and PowerShell 7.
+#
+#   $env:BRAIN_MCP_TOKEN = 'ebt_...'     # mint one at <server>/settings/tokens
+#   & ([scriptblock]::Create((irm <server>/api/onboard.ps1))) -Client claude-code
+#
+# Same steps as onboard.sh: test the connection, configure the client (backup on change), record
+# the installation (warnings only), print a first prompt. Safe to run again.
+param(
+  [ValidateSet('claude-code', 'cursor', 'windsurf', 'gemini', 'codex')]
+  [string]$Client = 'claude-code'
+)
+$ErrorActionPreference = 'Stop'
+$InstallerVersion = '1'
+$BrainUrl = if ($env:BRAIN_URL) { $env:BRAIN_URL } else { '__BRAIN_URL__' }
+$BrainUrl = $BrainUrl.TrimEnd('/')
+$McpUrl = "$BrainUrl/mcp"
+$ServerName = 'brain'
+$script:SessionId = $null
+$script:Protocol = '2025-06-18'
+
+function Fail([string]$Message) { Write-Host "error: $Message" -ForegroundColor Red; exit 1 }
+function Step([string]$Message) { Write-Host "`n==> $Message" -ForegroundColor Cyan }
+
+$Token = $env:BRAIN_MCP_TOKEN
+if (-not $Token) {
+  $secure = Read-Host -AsSecureString 'Paste your External Brain token'
+  $Token = [Runtime.InteropServices.Marshal]::PtrToStringAuto([Runtime.InteropServices.Marshal]::SecureStringToBSTR($secure))
+}
+if (-not $Token) { Fail "no token: set `$env:BRAIN_MCP_TOKEN (mint one at $BrainUrl/settings/tokens)" }
+if ($Token -notmatch '^[A-Za-z0-9_.-]+$') { Fail "the token contains unexpected characters; copy it again from $BrainUrl/settings/tokens" }
+
+function Invoke-Mcp([hashtable]$Message, [string]$What, [switch]$Soft) {
+  $headers = @{ Authorization = "Bearer $Token"; Accept = 'application/json, text/event-stream' }
+  if ($script:SessionId) { $headers['Mcp-Session-Id'] = $script:SessionId; $headers['MCP-Protocol-Version'] = $script:Protocol }
+  $body = $Message | ConvertTo-Json -Depth 10 -Compress
+  try {
+    $response = Invoke-WebRequest -Uri $McpUrl -Method Post -Headers $headers -ContentType 'application/json' -Body $body -UseBasicParsing -TimeoutSec 60
+  } catch {
+    if ($Soft) { throw }
+    $status = $null
+    if ($_.Exception.Response) { $status = [int]$_.Exception.Response.StatusCode }
+    switch -Regex ("$status") {
+      '^401$' { Fail "${What}: HTTP 401, the token was refused (mistyped, revoked or expired). Mint a new one at $BrainUrl/settings/tokens" }
+      '^403$' { Fail "${What}: HTTP 403, the server refused this client: its Origin allow-list or the token's project scope" }
+      '^404$' { Fail "${What}: HTTP 404, no MCP endpoint at $McpUrl; check the server URL" }
+      '^5\d\d$' { Fail "${What}: HTTP $status, the server failed; look at its log and at $BrainUrl/readyz" }
+      '^\d+$' { Fail "${What}: unexpected HTTP $status from $McpUrl" }
+    }
+    $text = "$($_.Exception.Message) $($_.Exception.InnerException.Message)"
+    if ($text -match 'refused|actively refused') { Fail "${What}: connection refused at $BrainUrl; is the server running and is the port right?" }
+    if ($text -match 'SSL|TLS|certificate|trust relationship') { Fail "${What}: TLS failed ($text); the server's certificate is not trusted here" }
+    if ($text -match 'resolve|No such host') { Fail "${What}: cannot resolve the host of $BrainUrl" }
+    Fail "${What}: $text"
+  }
+  $content = [string]$response.Content
+  if ($response.Headers['Content-Type'] -match 'event-stream') {
+    $content = ($content -split "`n" | Where-Object { $_ -like 'data:*' } | ForEach-Object { $_.Substring(5).Trim() }) -join ''
+  }
+  if ($response.Headers['Mcp-Session-Id']) { $script:SessionId = [string]$response.Headers['Mcp-Session-Id'] }
+  if (-not $content) { return $null }
+  return $content | ConvertFrom-Json
+}
+
+function Assert-Ok($Reply, [string]$What) {
+  if ($null -ne $Reply.error) { Fail "${What}: the server answered with an error: $($Reply.error.message)" }
+  if ($Reply.result.isError) { Fail "${What}: the tool reported an error: $($Reply.result.content[0].text)" }
+}
+
+function Test-Connection {
+  Step "Testing the connection to $McpUrl"
+  $init = Invoke-Mcp @{ jsonrpc = '2.0'; id = 1; method = 'initialize'; params = @{ protocolVersion = $script:Protocol; capabilities = @{}; clientInfo = @{ name = 'brain-onboard'; version = $InstallerVersion } } } 'initialize'
+  Assert-Ok $init 'initialize'
+  if ($init.result.protocolVersion) { $script:Protocol = $init.result.protocolVersion }
+  [void](Invoke-Mcp @{ jsonrpc = '2.0'; method = 'notifications/initialized' } 'initialized notification')
+  $tools = Invoke-Mcp @{ jsonrpc = '2.0'; id = 2; method = 'tools/list'; params = @{} } 'tools/list'
+  Assert-Ok $tools 'tools/list'
+  if (-not ($tools.result.tools | Where-Object { $_.name -eq 'brain_get_user_style' })) {
+    Fail 'tools/list: this server does not offer brain_get_user_style yet; upgrade the server, then run this again'
+  }
+  $style = Invoke-Mcp @{ jsonrpc = '2.0'; id = 3; method = 'tools/call'; params = @{ name = 'brain_get_user_style'; arguments = @{} } } 'brain_get_user_style'
+  Assert-Ok $style 'brain_get_user_style'
+  Write-Host "ok: initialize, tools/list and brain_get_user_style answered (protocol $($script:Protocol))"
+}
+
+function Merge-JsonConfig([string]$Path, [string]$Container, [hashtable]$Entry) {
+  $dir = Split-Path -Parent $Path
+  if (-not (Test-Path $dir)) { New-Item -ItemType Directory -Path $dir -Force | Out-Null }
+  $data = [pscustomobject]@{}
+  if ((Test-Path $Path) -and (Get-Item $Path).Length -gt 0) {
+    try { $data = Get-Content -Raw -Path $Path | ConvertFrom-Json } catch { Fail "$Path is not valid JSON; fix or move it, then run again" }
+  }
+  $wanted = $Entry | ConvertTo-Json -Depth 10 -Compress
+  $current = $null
+  if ($data.PSObject.Properties[$Container] -and $data.$Container.PSObject.Properties[$ServerName]) {
+    $current = $data.$Container.$ServerName | ConvertTo-Json -Depth 10 -Compress
+  }
+  if ($current -eq $wanted) { Write-Host "unchanged: $Path"; return }
+  if (Test-Path $Path) {
+    $backup = "$Path.bak-$(Get-Date -Format yyyyMMddHHmmss)"
+    Copy-Item $Path $backup
+    Write-Host "backup: $backup"
+  }
+  if (-not $data.PSObject.Properties[$Container]) { $data | Add-Member -NotePropertyName $Container -NotePropertyValue ([pscustomobject]@{}) }
+  $data.$Container | Add-Member -NotePropertyName $ServerName -NotePropertyValue ([pscustomobject]$Entry) -Force
+  $data | ConvertTo-Json -Depth 20 | Set-Content -Path $Path -Encoding UTF8
+  Write-Host "updated: $Path"
+}
+
+function Set-CodexConfig {
+  $path = Join-Path $HOME '.codex\config.toml'
+  $block = "[mcp_servers.$ServerName]`nurl = `"$McpUrl`"`nbearer_token_env_var = `"BRAIN_MCP_TOKEN`""
+  $dir = Split-Path -Parent $path
+  if (-not (Test-Path $dir)) { New-Item -ItemType Directory -Path $dir -Force | Out-Null }
+  $text = if (Test-Path $path) { (Get-Content -Raw $path) -replace "`r`n", "`n" } else { '' }
+  if ($text.Contains($block)) { Write-Host "unchanged: $path"; return }
+  if ($text -match "(?m)^\[mcp_servers\.$ServerName\]") { Fail "$path already has [mcp_servers.$ServerName] with other settings; replace it with:`n$block" }
+  if (Test-Path $path) { Copy-Item $path "$path.bak-$(Get-Date -Format yyyyMMddHHmmss)" }
+  Add-Content -Path $path -Value "`n$block"
+  Write-Host "updated: $path"
+}
+
+function Set-Client {
+  Step "Configuring $Client"
+  $envHeader = 'Bearer ${env:BRAIN_MCP_TOKEN}'
+  switch ($Client) {
+    'claude-code' {
+      if (Get-Command claude -ErrorAction SilentlyContinue) {
+        & claude mcp remove --scope user $ServerName 2>$null | Out-Null
+        & claude mcp add --transport http --scope user $ServerName $McpUrl --header "Authorization: Bearer $Token"
+        if ($LASTEXITCODE -ne 0) { Fail 'claude mcp add failed; see its message above' }
+      } else {
+        Merge-JsonConfig (Join-Path $HOME '.claude.json') 'mcpServers' @{ type = 'http'; url = $McpUrl; headers = @{ Authorization = "Bearer $Token" } }
+      }
+    }
+    'cursor' { Merge-JsonConfig (Join-Path $HOME '.cursor\mcp.json') 'mcpServers' @{ url = $McpUrl; headers = @{ Authorization = $envHeader } } }
+    'windsurf' { Merge-JsonConfig (Join-Path $HOME '.codeium\windsurf\mcp_config.json') 'mcpServers' @{ serverUrl = $McpUrl; headers = @{ Authorization = $envHeader } } }
+    'gemini' { Merge-JsonConfig (Join-Path $HOME '.gemini\settings.json') 'mcpServers' @{ httpUrl = $McpUrl; headers = @{ Authorization = 'Bearer ${BRAIN_MCP_TOKEN}' } } }
+    'codex' { Set-CodexConfig }
+  }
+  if ($Client -ne 'claude-code' -and -not [Environment]::GetEnvironmentVariable('BRAIN_MCP_TOKEN', 'User')) {
+    Write-Warning "$Client reads the token from BRAIN_MCP_TOKEN: run [Environment]::SetEnvironmentVariable('BRAIN_MCP_TOKEN', '<token>', 'User')"
+  }
+}
+
+function Send-InstallPing {
+  Step 'Recording the installation'
+  try {
+    $clientType = $Client -replace '-', '_'
+    $start = Invoke-Mcp @{ jsonrpc = '2.0'; id = 10; method = 'tools/call'; params = @{ name = 'brain_start_session'; arguments = @{ clientType = $clientType; prompt = "brain installer ping v$InstallerVersion" } } } 'brain_start_session' -Soft
+    $sessionId = $start.result.structuredContent.sessionId
+    if (-not $sessionId) { throw 'no sessionId' }
+    $os = "Windows $([Environment]::OSVersion.Version) PowerShell $($PSVersionTable.PSVersion)"
+    [void](Invoke-Mcp @{ jsonrpc = '2.0'; id = 11; method = 'tools/call'; params = @{ name = 'brain_log_event'; arguments = @{ sessionId = $sessionId; eventType = 'installer'; payload = @{ installer_version = $InstallerVersion; os = $os } } } } 'brain_log_event' -Soft)
+    $outcome = Invoke-Mcp @{ jsonrpc = '2.0'; id = 12; method = 'tools/call'; params = @{ name = 'brain_report_session_outcome'; arguments = @{ sessionId = $sessionId; success = $true } } } 'brain_report_session_outcome' -Soft
+    if ($outcome.error -or $outcome.result.isError) { throw 'outcome refused' }
+    Write-Host 'ok: installation recorded'
+  } catch {
+    Write-Warning 'could not record the installation; the connection itself works'
+  }
+}
+
+Step 'Checking prerequisites'
+if ($PSVersionTable.PSVersion.Major -lt 5) { Fail 'PowerShell 5.1 or newer is required' }
+Write-Host "ok: PowerShell $($PSVersionTable.PSVersion)"
+Test-Connection
+Set-Client
+Send-InstallPing
+Step 'Done. Paste this into your agent to start:'
+Write-Host '  Remember for this project: run the test suite before every commit, and tell me if it fails.'

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# External Brain installer: connects an MCP client to this server and proves the connection works.
+#
+#   export BRAIN_MCP_TOKEN='ebt_…'          # mint one at <server>/settings/tokens
+#   curl -fsSL <server>/api/onboard.sh | bash -s -- --client claude-code
+#
+# Clients: claude-code (default), cursor, windsurf, gemini, codex. Safe to run again: it rewrites
+# only what differs and keeps a timestamped backup of any config file it changes.
+set -euo pipefail
+
+INSTALLER_VERSION="1"
+BRAIN_URL="${BRAIN_URL:-__BRAIN_URL__}"
+BRAIN_URL="${BRAIN_URL%/}"
+MCP_URL="$BRAIN_URL/mcp"
+SERVER_NAME="brain"
+CLIENT="claude-code"
+PROTOCOL="2025-06-18"
+SESSION_ID=""
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+say() { printf '%s\n' "$*"; }
+step() { printf '\n==> %s\n' "$*"; }
+warn() { printf 'warning: %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+usage() {
+  say "usage: onboard.sh [--client claude-code|cursor|windsurf|gemini|codex]"
+  say "The token is read from BRAIN_MCP_TOKEN (or asked for on the terminal); the server is $BRAIN_URL."
+}
+
+parse_args() {
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --client) [ $# -ge 2 ] || die "--client needs a value"; CLIENT="$2"; shift 2 ;;
+      --client=*) CLIENT="${1#--client=}"; shift ;;
+      -h|--help) usage; exit 0 ;;
+      *) usage >&2; die "unknown argument: $1" ;;
+    esac
+  done
+  case "$CLIENT" in
+    claude-code|cursor|windsurf|gemini|codex) ;;
+    *) die "unsupported client '$CLIENT'; the set-up page at $BRAIN_URL/settings/setup covers the others" ;;
+  esac
+}
+
+read_token() {
+  TOKEN="${BRAIN_MCP_TOKEN:-}"
+  if [ -z "$TOKEN" ] && [ -r /dev/tty ] && [ -t 2 ]; then
+    printf 'Paste your External Brain token (input hidden): ' >&2
+    IFS= read -rs TOKEN </dev/tty || true
+    printf '\n' >&2
+  fi
+  [ -n "$TOKEN" ] || die "no token: export BRAIN_MCP_TOKEN='ebt_…' (mint one at $BRAIN_URL/settings/tokens) and run again"
+  case "$TOKEN" in
+    *[!A-Za-z0-9_.-]*) die "the token contains unexpected characters; copy it again from $BRAIN_URL/settings/tokens" ;;
+  esac
+}
+
+check_prerequisites() {
+  step "Checking prerequisites"
+  command -v curl >/dev/null 2>&1 || die "curl is required; install it with your package manager"
+  if needs_python && ! command -v python3 >/dev/null 2>&1; then
+    die "python3 is required to merge the $CLIENT config file safely; install it, or follow $BRAIN_URL/settings/setup"
+  fi
+  say "ok: curl$(needs_python && printf ', python3')"
+}
+
+needs_python() {
+  case "$CLIENT" in
+    claude-code) ! command -v claude >/dev/null 2>&1 ;;
+    codex) return 1 ;;
+    *) return 0 ;;
+  esac
+}
+
+# One JSON-RPC request to the MCP endpoint. Sets HTTP_STATUS and CURL_RC; the body lands in $WORK/body.
+mcp_post() {
+  local payload="$1"
+  local -a headers=(-H "Content-Type: application/json" -H "Accept: application/json, text/event-stream"
+    -H "Authorization: Bearer $TOKEN")
+  if [ -n "$SESSION_ID" ]; then
+    headers+=(-H "Mcp-Session-Id: $SESSION_ID" -H "MCP-Protocol-Version: $PROTOCOL")
+  fi
+  CURL_RC=0
+  HTTP_STATUS="$(curl -sS --connect-timeout 10 --max-time 60 -o "$WORK/raw" -D "$WORK/headers" \
+    -w '%{http_code}' "${headers[@]}" --data-binary "$payload" "$MCP_URL" 2>"$WORK/curl_err")" || CURL_RC=$?
+  # A server may answer with an event stream: keep the data lines only.
+  if grep -qi '^content-type: *text/event-stream' "$WORK/headers" 2>/dev/null; then
+    sed -n 's/^data: *//p' "$WORK/raw" >"$WORK/body"
+  else
+    cp "$WORK/raw" "$WORK/body" 2>/dev/null || : >"$WORK/body"
+  fi
+}
+
+diagnose() {
+  local what="$1"
+  case "$CURL_RC" in
+    0) ;;
+    6) die "$what: cannot resolve the host of $BRAIN_URL; check the server address and your DNS" ;;
+    7) die "$what: connection refused at $BRAIN_URL; is the server running (brain serve) and is the port right?" ;;
+    28) die "$what: no answer from $BRAIN_URL within the time limit; check firewalls and proxies" ;;
+    35|51|53|54|58|59|60|64|66|77|80|82|83|90|91)
+      die "$what: TLS failed ($(head -n 1 "$WORK/curl_err")); the server's certificate is not trusted here or the address is not HTTPS. Fix the certificate (or set CURL_CA_BUNDLE to your CA file)" ;;
+    *) die "$what: curl failed with exit code $CURL_RC: $(head -n 1 "$WORK/curl_err")" ;;
+  esac
+  case "$HTTP_STATUS" in
+    2??) ;;
+    401) die "$what: HTTP 401, the token was refused (mistyped, revoked or expired). Mint a new one at $BRAIN_URL/settings/tokens" ;;
+    403) die "$what: HTTP 403, the server refused this client: its Origin allow-list (BRAIN_MCP_ALLOWED_ORIGINS) or the token's project scope" ;;
+    404) die "$what: HTTP 404, no MCP endpoint at $MCP_URL; check the server URL (a path prefix, or a proxy that does not forward /mcp)" ;;
+    5??) die "$what: HTTP $HTTP_STATUS, the server failed; look at its log and at $BRAIN_URL/readyz" ;;
+    *) die "$what: unexpected HTTP $HTTP_STATUS from $MCP_URL: $(head -c 300 "$WORK/body")" ;;
+  esac
+  if grep -q '"error" *: *{' "$WORK/body"; then
+    die "$what: the server answered with an error: $(head -c 400 "$WORK/body")"
+  fi
+  if grep -q '"isError" *: *true' "$WORK/body"; then
+    die "$what: the tool reported an error: $(head -c 400 "$WORK/body")"
+  fi
+}
+
+json_field() { sed -n "s/.*\"$1\" *: *\"\\([^\"]*\\)\".*/\\1/p" "$WORK/body" | head -n 1; }
+
+smoke_test() {
+  step "Testing the connection to $MCP_URL"
+  mcp_post '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"'"$PROTOCOL"'","capabilities":{},"clientInfo":{"name":"brain-onboard","version":"'"$INSTALLER_VERSION"'"}}}'
+  diagnose "initialize"
+  SESSION_ID="$(sed -n 's/^[Mm][Cc][Pp]-[Ss]ession-[Ii][Dd]: *\([^[:space:]]*\).*/\1/p' "$WORK/headers" | head -n 1)"
+  PROTOCOL="$(json_field protocolVersion)"
+  PROTOCOL="${PROTOCOL:-2025-06-18}"
+  mcp_post '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  diagnose "initialized notification"
+  mcp_post '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}'
+  diagnose "tools/list"
+  grep -q '"brain_get_user_style"' "$WORK/body" ||
+    die "tools/list: this server does not offer brain_get_user_style yet; upgrade the server, then run this again"
+  mcp_post '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"brain_get_user_style","arguments":{}}}'
+  diagnose "brain_get_user_style"
+  say "ok: initialize, tools/list and brain_get_user_style answered (protocol $PROTOCOL)"
+}
+
+# Merges {"<container>": {"brain": <entry>}} into a JSON file; writes (with a backup) only on change.
+merge_json() {
+  local file="$1" container="$2" entry="$3"
+  mkdir -p "$(dirname "$file")"
+  BRAIN_FILE="$file" BRAIN_CONTAINER="$container" BRAIN_ENTRY="$entry" BRAIN_NAME="$SERVER_NAME" python3 - <<'PY'
+import json, os, shutil, sys, time
+path, container, name = os.environ["BRAIN_FILE"], os.environ["BRAIN_CONTAINER"], os.environ["BRAIN_NAME"]
+entry = json.loads(os.environ["BRAIN_ENTRY"])
+data = {}
+if os.path.exists(path) and os.path.getsize(path) > 0:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except ValueError as exc:
+        sys.exit(f"error: {path} is not valid JSON ({exc}); fix or move it, then run again")
+if not isinstance(data, dict) or not isinstance(data.get(container, {}), dict):
+    sys.exit(f"error: {path} has an unexpected shape; add the server by hand")
+if data.get(container, {}).get(name) == entry:
+    print(f"unchanged: {path}")
+    sys.exit(0)
+if os.path.exists(path):
+    backup = f"{path}.bak-{time.strftime('%Y%m%d%H%M%S')}"
+    shutil.copy2(path, backup)
+    print(f"backup: {backup}")
+data.setdefault(container, {})[name] = entry
+tmp = path + ".tmp"
+with open(tmp, "w") as f:
+    json.dump(data, f, indent=2)
+    f.write("\n")
+os.chmod(tmp, 0o600)
+os.replace(tmp, path)
+print(f"updated: {path}")
+PY
+}
+
+configure_codex() {
+  local file="$HOME/.codex/config.toml" block
+  block="$(printf '[mcp_servers.%s]\nurl = "%s"\nbearer_token_env_var = "BRAIN_MCP_TOKEN"' "$SERVER_NAME" "$MCP_URL")"
+  mkdir -p "$(dirname "$file")"
+  if [ -f "$file" ] && grep -qF "$block" "$file"; then say "unchanged: $file"; return; fi
+  if [ -f "$file" ] && grep -q "^\[mcp_servers\.$SERVER_NAME\]" "$file"; then
+    die "$file already has [mcp_servers.$SERVER_NAME] with other settings; replace it with:
+$block"
+  fi
+  if [ -f "$file" ]; then cp -p "$file" "$file.bak-$(date +%Y%m%d%H%M%S)"; fi
+  printf '\n%s\n' "$block" >>"$file"
+  say "updated: $file"
+}
+
+configure_client() {
+  step "Configuring $CLIENT"
+  # The clients expand these references when they start; this script must write them literally.
+  # shellcheck disable=SC2016
+  local env_header='Bearer ${env:BRAIN_MCP_TOKEN}' gemini_header='Bearer ${BRAIN_MCP_TOKEN}'
+  case "$CLIENT" in
+    claude-code)
+      if command -v claude >/dev/null 2>&1; then
+        claude mcp remove --scope user "$SERVER_NAME" >/dev/null 2>&1 || true
+        claude mcp add --transport http --scope user "$SERVER_NAME" "$MCP_URL" --header "Authorization: Bearer $TOKEN"
+      else
+        merge_json "$HOME/.claude.json" mcpServers \
+          '{"type":"http","url":"'"$MCP_URL"'","headers":{"Authorization":"Bearer '"$TOKEN"'"}}'
+      fi ;;
+    cursor) merge_json "$HOME/.cursor/mcp.json" mcpServers \
+      '{"url":"'"$MCP_URL"'","headers":{"Authorization":"'"$env_header"'"}}' ;;
+    windsurf) merge_json "$HOME/.codeium/windsurf/mcp_config.json" mcpServers \
+      '{"serverUrl":"'"$MCP_URL"'","headers":{"Authorization":"'"$env_header"'"}}' ;;
+    gemini) merge_json "$HOME/.gemini/settings.json" mcpServers \
+      '{"httpUrl":"'"$MCP_URL"'","headers":{"Authorization":"'"$gemini_header"'"}}' ;;
+    codex) configure_codex ;;
+  esac
+  if [ "$CLIENT" != claude-code ] && [ -z "${BRAIN_MCP_TOKEN:-}" ]; then
+    warn "$CLIENT reads the token from BRAIN_MCP_TOKEN: add  export BRAIN_MCP_TOKEN='…'  to your shell profile"
+  fi
+}
+
+client_version() {
+  case "$CLIENT" in
+    claude-code) claude --version 2>/dev/null | head -n 1 | tr -cd 'A-Za-z0-9 ._()/+-' || true ;;
+    *) printf 'unknown' ;;
+  esac
+}
+
+install_ping() {
+  step "Recording the installation"
+  local client_type os version session
+  client_type="$(printf '%s' "$CLIENT" | tr '-' '_')"
+  os="$(uname -sm 2>/dev/null | tr -cd 'A-Za-z0-9 ._-')"
+  version="$(client_version)"
+  mcp_post '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"brain_start_session","arguments":{"clientType":"'"$client_type"'","prompt":"brain installer ping v'"$INSTALLER_VERSION"'"}}}'
+  session="$(json_field sessionId)"
+  if [ "$CURL_RC" != 0 ] || [ "${HTTP_STATUS:0:1}" != 2 ] || [ -z "$session" ]; then
+    warn "could not record the installation (brain_start_session); the connection itself works"
+    return 0
+  fi
+  mcp_post '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"brain_log_event","arguments":{"sessionId":"'"$session"'","eventType":"installer","payload":{"installer_version":"'"$INSTALLER_VERSION"'","client_version":"'"${version:-unknown}"'","os":"'"$os"'"}}}}'
+  if [ "$CURL_RC" != 0 ] || [ "${HTTP_STATUS:0:1}" != 2 ] || grep -q '"isError" *: *true' "$WORK/body"; then
+    warn "brain_log_event failed; continuing"
+  fi
+  mcp_post '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"brain_report_session_outcome","arguments":{"sessionId":"'"$session"'","success":true}}}'
+  if [ "$CURL_RC" != 0 ] || [ "${HTTP_STATUS:0:1}" != 2 ] || grep -q '"isError" *: *true' "$WORK/body"; then
+    warn "brain_report_session_outcome failed; continuing"
+    return 0
+  fi
+  say "ok: installation recorded"
+}
+
+first_prompt() {
+  step "Done. Paste this into your agent to start:"
+  say "  Remember for this project: run the test suite before every commit, and tell me if it fails."
+  say "(It calls brain_teach_knowledge; new sessions of any connected agent will then follow the rule.)"
+}
+
+main() {
+  parse_args "$@"
+  read_token
+  check_prerequisites
+  smoke_test
+  configure_client
+  install_ping
+  first_prompt
+}
+
+main "$@"

@@ -1,0 +1,38 @@
+"""Reads of orgs, members and invitations, narrowed to orgs the caller belongs to."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from brain.errors import NotFound
+from projects.models import Invitation, Membership, Org, User
+
+
+def org_of_member(*, user: User, slug: str) -> Org:
+    """An org the user belongs to; a missing org and someone else's give the same NOT_FOUND."""
+    org = Org.objects.filter(slug=slug, memberships__user=user).first()
+    if org is None:
+        raise NotFound(f"org {slug} not found")
+    return org
+
+
+def role_in(*, user: User, org: Org) -> str | None:
+    return Membership.objects.filter(org=org, user=user).values_list("role", flat=True).first()
+
+
+def memberships_of_org(*, user: User, org: Org) -> QuerySet[Membership]:
+    return Membership.objects.filter(org=org, org__memberships__user=user).select_related("user").order_by(
+        "role", "user__email"
+    )
+
+
+def memberships_of_user(*, user: User) -> QuerySet[Membership]:
+    return Membership.objects.filter(user=user).select_related("org").order_by("org__personal_for", "org__name")
+
+
+def invitations_open(*, user: User, org: Org) -> QuerySet[Invitation]:
+    """Open invitations of an org, for its owners only (members see none)."""
+    return Invitation.objects.filter(
+        org=org, org__memberships__user=user, org__memberships__role=Membership.Role.OWNER,
+        accepted_at__isnull=True, revoked_at__isnull=True,
+    )
