@@ -188,3 +188,9 @@ BRAIN_LLM = {
     "backoff_s": env.float("BRAIN_LLM_BACKOFF_S", default=1.0),
     "daily_quota": env.int("BRAIN_LLM_DAILY_QUOTA", default=200),
 }
+
+# Background jobs (sessions/jobs.py, knowledge/tasks.py; documented in docs/jobs.md)
+BRAIN_JOBS = {
+    "lease_s": env.int("BRAIN_JOBS_LEASE_S", default=600),  # a claimed job older than this is re-sent
+    "requeue_after_s": env.int("BRAIN_JOBS_REQUEUE_AFTER_S", default=120),  # sent but never picked up
+}
