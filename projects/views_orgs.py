@@ -8,15 +8,15 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.mail import send_mail
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from brain.errors import BrainError
+from brain.errors import BrainError, NotFound
 from projects.forms import InviteForm, OrgCreateForm, RoleForm
-from projects.models import User
+from projects.models import Org, User
 from projects.selectors_orgs import (
     invitations_open,
     memberships_of_org,
@@ -39,6 +39,13 @@ def _user(request: HttpRequest) -> User:
     return request.user
 
 
+def _org_or_404(user: User, slug: str) -> Org:
+    try:
+        return org_of_member(user=user, slug=slug)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def org_list(request: HttpRequest) -> HttpResponse:
@@ -58,7 +65,7 @@ def org_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def org_detail(request: HttpRequest, slug: str) -> HttpResponse:
     user = _user(request)
-    org = org_of_member(user=user, slug=slug)
+    org = _org_or_404(user, slug)
     context = {
         "org": org, "role": role_in(user=user, org=org), "members": memberships_of_org(user=user, org=org),
         "invitations": invitations_open(user=user, org=org), "invite_form": InviteForm(),
@@ -76,7 +83,7 @@ def _send_invitation(request: HttpRequest, *, org_name: str, email: str, raw: st
 @require_POST
 def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
     user = _user(request)
-    org = org_of_member(user=user, slug=slug)
+    org = _org_or_404(user, slug)
     form = InviteForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Enter a valid e-mail address and role.")
@@ -96,7 +103,7 @@ def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
 def org_invitation_revoke(request: HttpRequest, slug: str, invitation_id: uuid.UUID) -> HttpResponse:
     user = _user(request)
     try:
-        invitation_revoke(user=user, org=org_of_member(user=user, slug=slug), invitation_id=invitation_id)
+        invitation_revoke(user=user, org=_org_or_404(user, slug), invitation_id=invitation_id)
         messages.success(request, "Invitation revoked.")
     except BrainError as exc:
         messages.error(request, exc.message)
@@ -111,7 +118,7 @@ def org_member_role(request: HttpRequest, slug: str, membership_id: uuid.UUID) -
     try:
         if not form.is_valid():
             raise BrainError("choose owner or member")
-        org = org_of_member(user=user, slug=slug)
+        org = _org_or_404(user, slug)
         membership_set_role(user=user, org=org, membership_id=membership_id, role=form.cleaned_data["role"])
         messages.success(request, "Role changed.")
     except BrainError as exc:
@@ -124,7 +131,7 @@ def org_member_role(request: HttpRequest, slug: str, membership_id: uuid.UUID) -
 def org_member_remove(request: HttpRequest, slug: str, membership_id: uuid.UUID) -> HttpResponse:
     user = _user(request)
     try:
-        removed = membership_remove(user=user, org=org_of_member(user=user, slug=slug), membership_id=membership_id)
+        removed = membership_remove(user=user, org=_org_or_404(user, slug), membership_id=membership_id)
     except BrainError as exc:
         messages.error(request, exc.message)
         return redirect("org_detail", slug=slug)

@@ -1,0 +1,112 @@
+"""Sign-up, throttled sign-in, sign-out, password change and reset, through the real views."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core import mail
+from django.test import Client
+
+from projects.models import LoginThrottle, Membership, Org, User
+from projects.throttle import EMAIL_LIMIT
+from tests.conftest import Tenant
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.mark.django_db
+def test_sign_up_creates_user_with_personal_org_and_signs_in() -> None:
+    client = Client()
+    response = client.post("/accounts/signup/", {"email": "New@Example.COM", "password": "a-long enough pass 42"})
+    assert response.status_code == 302 and response["Location"] == "/settings/tokens"
+    user = User.objects.get(email="new@example.com")
+    org = Org.objects.get(personal_for=user)
+    assert Membership.objects.get(org=org, user=user).role == "owner"
+    assert client.get("/settings/tokens").status_code == 200
+
+
+@pytest.mark.django_db
+def test_sign_up_rejects_taken_email_and_weak_password(tenant_a: Tenant) -> None:
+    response = Client().post("/accounts/signup/", {"email": tenant_a.user.email, "password": "a-long enough pass 42"})
+    assert response.status_code == 200 and "exists already" in response.content.decode()
+    response = Client().post("/accounts/signup/", {"email": "x@example.com", "password": "123"})
+    assert response.status_code == 200 and "too short" in response.content.decode()
+    assert not User.objects.filter(email="x@example.com").exists()
+
+
+@pytest.mark.django_db
+def test_sign_in_and_out(tenant_a: Tenant) -> None:
+    client = Client()
+    response = client.post("/accounts/login/", {"username": tenant_a.user.email, "password": PASSWORD})
+    assert response.status_code == 302
+    assert client.get("/settings/tokens").status_code == 200
+    assert client.get("/accounts/logout/").status_code == 405  # sign-out is a POST, so no link can trigger it
+    client.post("/accounts/logout/")
+    assert client.get("/settings/tokens")["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.django_db
+def test_throttle_locks_account_after_repeated_failures_for_every_replica(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    for _ in range(EMAIL_LIMIT.failures):
+        response = Client().post("/accounts/login/", {"username": tenant_a.user.email, "password": "wrong"})
+        assert response.status_code == 200
+    # A fresh client (another browser, another web replica: the count lives in the database).
+    response = Client().post("/accounts/login/", {"username": tenant_a.user.email, "password": PASSWORD})
+    assert response.status_code == 200 and "Too many failed sign-ins" in response.content.decode()
+    assert LoginThrottle.objects.get(key=f"email:{tenant_a.user.email}").locked_until is not None
+    # The other tenant's account is not locked by it.
+    response = Client(REMOTE_ADDR="10.0.0.9").post("/accounts/login/", {"username": tenant_b.user.email, "password": PASSWORD})
+    assert response.status_code == 302
+
+
+@pytest.mark.django_db
+def test_successful_sign_in_clears_the_account_counter(tenant_a: Tenant) -> None:
+    Client().post("/accounts/login/", {"username": tenant_a.user.email, "password": "wrong"})
+    assert LoginThrottle.objects.get(key=f"email:{tenant_a.user.email}").failures == 1
+    Client().post("/accounts/login/", {"username": tenant_a.user.email, "password": PASSWORD})
+    assert not LoginThrottle.objects.filter(key=f"email:{tenant_a.user.email}").exists()
+
+
+@pytest.mark.django_db
+def test_password_change(tenant_a: Tenant) -> None:
+    client = Client()
+    client.force_login(tenant_a.user)
+    response = client.post("/accounts/password/change/", {
+        "old_password": PASSWORD, "new_password1": "another long pass 77", "new_password2": "another long pass 77",
+    })
+    assert response.status_code == 302
+    tenant_a.user.refresh_from_db()
+    assert tenant_a.user.check_password("another long pass 77")
+
+
+@pytest.mark.django_db
+def test_password_reset_by_email_link(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    response = Client().post("/accounts/password/reset/", {"email": tenant_a.user.email})
+    assert response.status_code == 302
+    assert len(mail.outbox) == 1 and mail.outbox[0].to == [tenant_a.user.email]
+    link = re.search(r"http://testserver(/accounts/password/reset/\S+)", mail.outbox[0].body)
+    assert link is not None
+    client = Client()
+    form_page = client.get(link.group(1), follow=True)
+    assert form_page.status_code == 200 and "Choose a new password" in form_page.content.decode()
+    response = client.post(form_page.redirect_chain[-1][0], {
+        "new_password1": "reset long pass 99", "new_password2": "reset long pass 99",
+    })
+    assert response.status_code == 302
+    tenant_a.user.refresh_from_db()
+    tenant_b.user.refresh_from_db()
+    assert tenant_a.user.check_password("reset long pass 99")
+    assert tenant_b.user.check_password(PASSWORD)
+
+
+@pytest.mark.django_db
+def test_password_reset_for_unknown_email_sends_nothing() -> None:
+    assert Client().post("/accounts/password/reset/", {"email": "nobody@example.com"}).status_code == 302
+    assert mail.outbox == []
+
+
+def test_pages_render_with_labels() -> None:
+    html = Client().get("/accounts/signup/").content.decode()
+    assert '<label for="id_email">' in html and '<label for="id_password">' in html
+    assert 'name="viewport"' in html and "Skip to content" in html

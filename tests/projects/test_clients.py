@@ -1,0 +1,118 @@
+"""The wizard's set-up per client and OS, checked against each client's documented config format.
+
+Formats (remote Streamable HTTP server with a bearer header), as documented by each client:
+Claude Code `.mcp.json` mcpServers.<n>.{type: "http", url, headers} with ${VAR} expansion;
+Cursor `mcp.json` mcpServers.<n>.{url, headers} with ${env:VAR}; Windsurf `mcp_config.json`
+mcpServers.<n>.{serverUrl, headers} with ${env:VAR}; VS Code `.vscode/mcp.json`
+servers.<n>.{type: "http", url, headers} plus inputs[] referenced as ${input:id}; Codex
+`config.toml` [mcp_servers.<n>] url + bearer_token_env_var; Gemini CLI `settings.json`
+mcpServers.<n>.{httpUrl, headers} with $VAR/${VAR}; mcp-remote `--header Name:${VAR}`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from projects.clients import CLIENTS, OSES, TOKEN_ENV, setup_steps
+
+BASE = "https://brain.example.com"
+MCP = f"{BASE}/mcp"
+TOKEN = "ebt_0123abcd_SECRETsecretSECRETsecretSECRETsecret0000"
+SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or "shellcheck"
+
+
+def _files(client_id: str, os_id: str) -> dict[str, str]:
+    steps = setup_steps(client_id=client_id, os_id=os_id, base_url=BASE + "/", token=TOKEN)
+    return {s.path: s.body for s in steps if s.path}
+
+
+def _server(doc: dict, container: str = "mcpServers") -> dict:
+    assert list(doc[container]) == ["brain"]
+    return doc[container]["brain"]
+
+
+@pytest.mark.parametrize("os_id", list(OSES))
+def test_every_file_snippet_parses_and_never_holds_the_token(os_id: str) -> None:
+    for client_id in CLIENTS:
+        for path, body in _files(client_id, os_id).items():
+            assert TOKEN not in body, (client_id, path)
+            if path.endswith(".toml"):
+                tomllib.loads(body)
+            else:
+                json.loads(body)
+
+
+@pytest.mark.parametrize("os_id", list(OSES))
+def test_documented_shapes(os_id: str) -> None:
+    sep = "\\" if os_id == "windows" else "/"
+    claude = json.loads(_files("claude-code", os_id)[".mcp.json"])
+    assert _server(claude) == {"type": "http", "url": MCP, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}
+    cursor = json.loads(_files("cursor", os_id)[f".cursor{sep}mcp.json"])
+    assert _server(cursor) == {"url": MCP, "headers": {"Authorization": f"Bearer ${{env:{TOKEN_ENV}}}"}}
+    windsurf_path = ("%USERPROFILE%\\" if os_id == "windows" else "~/") + f".codeium{sep}windsurf{sep}mcp_config.json"
+    windsurf = json.loads(_files("windsurf", os_id)[windsurf_path])
+    assert _server(windsurf) == {"serverUrl": MCP, "headers": {"Authorization": f"Bearer ${{env:{TOKEN_ENV}}}"}}
+    vscode = json.loads(_files("vscode", os_id)[f".vscode{sep}mcp.json"])
+    server = _server(vscode, "servers")
+    assert server["type"] == "http" and server["url"] == MCP
+    (prompt,) = vscode["inputs"]
+    assert prompt["type"] == "promptString" and prompt["password"] is True
+    assert server["headers"]["Authorization"] == f"Bearer ${{input:{prompt['id']}}}"
+    (codex_body,) = _files("codex", os_id).values()
+    assert tomllib.loads(codex_body) == {"mcp_servers": {"brain": {"url": MCP, "bearer_token_env_var": TOKEN_ENV}}}
+    (gemini_body,) = _files("gemini", os_id).values()
+    assert _server(json.loads(gemini_body)) == {"httpUrl": MCP, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}
+    (stdio_body,) = _files("stdio", os_id).values()
+    assert _server(json.loads(stdio_body)) == {"command": "brain", "args": ["mcp", "stdio"], "env": {"BRAIN_URL": BASE}}
+    (remote_body,) = _files("mcp-remote", os_id).values()
+    remote = _server(json.loads(remote_body))
+    assert remote["command"] == "npx" and remote["args"][:3] == ["-y", "mcp-remote", MCP]
+    assert remote["args"][3:] == ["--header", "Authorization:${BRAIN_AUTH_HEADER}"]
+
+
+def test_commands_carry_the_token_only_in_the_terminal() -> None:
+    unix = setup_steps(client_id="claude-code", os_id="linux", base_url=BASE, token=TOKEN)
+    assert unix[0].body.startswith(f"export {TOKEN_ENV}='{TOKEN}'")
+    assert unix[1].body.startswith(
+        f'claude mcp add --transport http --scope user brain {MCP} --header "Authorization: Bearer ${TOKEN_ENV}"'
+    )
+    assert unix[-1].body == f"curl -fsSL {BASE}/api/onboard.sh | bash -s -- --client claude-code\n"
+    win = setup_steps(client_id="claude-code", os_id="windows", base_url=BASE, token=TOKEN)
+    assert f"[Environment]::SetEnvironmentVariable('{TOKEN_ENV}', '{TOKEN}', 'User')" in win[0].body
+    assert f'--header "Authorization: Bearer $env:{TOKEN_ENV}"' in win[1].body
+    assert win[-1].body == f"& ([scriptblock]::Create((irm {BASE}/api/onboard.ps1))) -Client claude-code\n"
+    mac = setup_steps(client_id="cursor", os_id="macos", base_url=BASE, token=TOKEN)
+    assert f"launchctl setenv {TOKEN_ENV} '{TOKEN}'" in mac[0].body
+    remote = setup_steps(client_id="mcp-remote", os_id="linux", base_url=BASE, token=TOKEN)
+    assert remote[0].body.startswith(f"export BRAIN_AUTH_HEADER='Bearer {TOKEN}'")
+
+
+def test_without_a_token_the_guide_shows_a_placeholder() -> None:
+    steps = setup_steps(client_id="cursor", os_id="linux", base_url=BASE)
+    assert "<your-token>" in steps[0].body
+
+
+def test_unknown_client_or_os_is_refused() -> None:
+    with pytest.raises(KeyError):
+        setup_steps(client_id="emacs", os_id="linux", base_url=BASE)
+    with pytest.raises(KeyError):
+        setup_steps(client_id="cursor", os_id="beos", base_url=BASE)
+
+
+def test_shell_commands_pass_shellcheck(tmp_path: Path) -> None:
+    script = ["#!/usr/bin/env bash"]
+    for client_id in CLIENTS:
+        for os_id in ("macos", "linux"):
+            steps = setup_steps(client_id=client_id, os_id=os_id, base_url=BASE, token=TOKEN)
+            script += [s.body for s in steps if s.language == "bash"]
+    path = tmp_path / "wizard.sh"
+    path.write_text("\n".join(script))
+    result = subprocess.run([SHELLCHECK, "-S", "warning", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout

@@ -1,0 +1,108 @@
+"""Team orgs, roles and invitations by e-mail link; the other tenant sees nothing of them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core import mail
+from django.test import Client
+from django.utils import timezone
+
+from projects.models import Invitation, Membership, Org
+from projects.services_orgs import invitation_create, org_create
+from tests.conftest import Tenant
+
+
+def _client(tenant: Tenant) -> Client:
+    client = Client()
+    client.force_login(tenant.user)
+    return client
+
+
+def _invite(owner: Client, org: Org, email: str) -> str:
+    response = owner.post(f"/orgs/{org.slug}/invite", {"email": email, "role": "member"})
+    assert response.status_code == 302
+    match = re.search(r"http://testserver(/invitations/\S+/)", mail.outbox[-1].body)
+    assert match is not None
+    return match.group(1)
+
+
+@pytest.mark.django_db
+def test_create_team_invite_and_accept(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    alice = _client(tenant_a)
+    response = alice.post("/orgs/", {"name": "Acme Team"})
+    org = Org.objects.get(name="Acme Team")
+    assert response["Location"] == f"/orgs/{org.slug}/"
+    link = _invite(alice, org, tenant_b.user.email.upper())
+    assert mail.outbox[-1].to == [tenant_b.user.email]
+    bob = _client(tenant_b)
+    assert bob.get(f"/orgs/{org.slug}/").status_code == 404  # not a member yet
+    assert bob.post(link).status_code == 302
+    assert Membership.objects.get(org=org, user=tenant_b.user).role == "member"
+    assert tenant_b.user.email in bob.get(f"/orgs/{org.slug}/").content.decode()
+    assert bob.post(link).status_code == 404  # a link works once
+
+
+@pytest.mark.django_db
+def test_invitation_for_someone_else_is_refused(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    org = org_create(user=tenant_a.user, name="Acme")
+    _, raw = invitation_create(user=tenant_a.user, org=org, email="carol@c.example")
+    response = _client(tenant_b).post(f"/invitations/{raw}/")
+    assert response.status_code == 403 and "carol@c.example" in response.content.decode()
+    assert not Membership.objects.filter(org=org, user=tenant_b.user).exists()
+
+
+@pytest.mark.django_db
+def test_expired_and_revoked_invitations_do_not_work(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    org = org_create(user=tenant_a.user, name="Acme")
+    invitation, raw = invitation_create(user=tenant_a.user, org=org, email=tenant_b.user.email)
+    Invitation.objects.filter(pk=invitation.pk).update(expires_at=timezone.now())
+    assert _client(tenant_b).post(f"/invitations/{raw}/").status_code == 404
+    invitation, raw = invitation_create(user=tenant_a.user, org=org, email=tenant_b.user.email)
+    _client(tenant_a).post(f"/orgs/{org.slug}/invitations/{invitation.pk}/revoke")
+    assert _client(tenant_b).post(f"/invitations/{raw}/").status_code == 404
+    assert not Membership.objects.filter(org=org, user=tenant_b.user).exists()
+
+
+@pytest.mark.django_db
+def test_accepting_needs_sign_in(tenant_a: Tenant) -> None:
+    org = org_create(user=tenant_a.user, name="Acme")
+    _, raw = invitation_create(user=tenant_a.user, org=org, email="new@n.example")
+    response = Client().get(f"/invitations/{raw}/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=/invitations/")
+
+
+@pytest.mark.django_db
+def test_members_cannot_invite_and_the_last_owner_stays(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    org = org_create(user=tenant_a.user, name="Acme")
+    bob_membership = Membership.objects.create(org=org, user=tenant_b.user, role="member")
+    bob = _client(tenant_b)
+    bob.post(f"/orgs/{org.slug}/invite", {"email": "x@x.example", "role": "member"})
+    assert not Invitation.objects.filter(org=org).exists()
+    alice_membership = Membership.objects.get(org=org, user=tenant_a.user)
+    alice = _client(tenant_a)
+    alice.post(f"/orgs/{org.slug}/members/{alice_membership.pk}/role", {"role": "member"})
+    assert Membership.objects.get(pk=alice_membership.pk).role == "owner"
+    alice.post(f"/orgs/{org.slug}/members/{bob_membership.pk}/role", {"role": "owner"})
+    assert Membership.objects.get(pk=bob_membership.pk).role == "owner"
+    alice.post(f"/orgs/{org.slug}/members/{alice_membership.pk}/remove")  # leaves; bob still owns it
+    assert list(Membership.objects.filter(org=org).values_list("user__email", flat=True)) == [tenant_b.user.email]
+
+
+@pytest.mark.django_db
+def test_personal_org_takes_no_invitations(tenant_a: Tenant) -> None:
+    org = Org.objects.get(personal_for=tenant_a.user)
+    _client(tenant_a).post(f"/orgs/{org.slug}/invite", {"email": "x@x.example", "role": "member"})
+    assert not Invitation.objects.exists() and mail.outbox == []
+
+
+@pytest.mark.django_db
+def test_other_tenant_cannot_touch_an_org(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    org = org_create(user=tenant_a.user, name="Acme")
+    membership = Membership.objects.get(org=org, user=tenant_a.user)
+    bob = _client(tenant_b)
+    assert bob.get(f"/orgs/{org.slug}/").status_code == 404
+    assert bob.post(f"/orgs/{org.slug}/members/{membership.pk}/remove").status_code == 404
+    assert "Acme" not in bob.get("/orgs/").content.decode()
+    assert Membership.objects.filter(pk=membership.pk).exists()
