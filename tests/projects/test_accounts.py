@@ -56,7 +56,8 @@ def test_throttle_locks_account_after_repeated_failures_for_every_replica(tenant
     assert response.status_code == 200 and "Too many failed sign-ins" in response.content.decode()
     assert LoginThrottle.objects.get(key=f"email:{tenant_a.user.email}").locked_until is not None
     # The other tenant's account is not locked by it.
-    response = Client(REMOTE_ADDR="10.0.0.9").post("/accounts/login/", {"username": tenant_b.user.email, "password": PASSWORD})
+    other = Client(REMOTE_ADDR="10.0.0.9")
+    response = other.post("/accounts/login/", {"username": tenant_b.user.email, "password": PASSWORD})
     assert response.status_code == 302
 
 

@@ -68,7 +68,8 @@ def test_documented_shapes(os_id: str) -> None:
     (codex_body,) = _files("codex", os_id).values()
     assert tomllib.loads(codex_body) == {"mcp_servers": {"brain": {"url": MCP, "bearer_token_env_var": TOKEN_ENV}}}
     (gemini_body,) = _files("gemini", os_id).values()
-    assert _server(json.loads(gemini_body)) == {"httpUrl": MCP, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}
+    gemini = _server(json.loads(gemini_body))
+    assert gemini == {"httpUrl": MCP, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}
     (stdio_body,) = _files("stdio", os_id).values()
     assert _server(json.loads(stdio_body)) == {"command": "brain", "args": ["mcp", "stdio"], "env": {"BRAIN_URL": BASE}}
     (remote_body,) = _files("mcp-remote", os_id).values()

@@ -26,7 +26,7 @@ def test_mint_shows_raw_token_once_with_setup_for_every_client(tenant_a: Tenant)
     html = response.content.decode()
     raw = re.search(r'<code id="raw-token">(ebt_[^<]+)</code>', html)
     assert raw is not None and token_for_raw(raw=raw.group(1)) is not None
-    assert f'claude mcp add --transport http --scope user brain http://testserver/mcp' in html
+    assert 'claude mcp add --transport http --scope user brain http://testserver/mcp' in html
     for name in ("Cursor", "Windsurf", "VS Code with GitHub Copilot", "Codex CLI", "Gemini CLI", "npx mcp-remote"):
         assert name in html
     assert "curl -fsSL http://testserver/api/onboard.sh | bash -s -- --client claude-code" in html
