@@ -125,6 +125,9 @@ class LlmUsage(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "day"], name="llm_usage_user_day")]
 
+    def __str__(self) -> str:
+        return f"{self.count} extractions on {self.day}"
+
 
 class ProposalKind(models.TextChoices):
     NEW_KNOWLEDGE = "new_knowledge", "New knowledge row"
@@ -189,7 +192,9 @@ class Contradiction(TimestampedModel):
 class HealthSnapshot(TimestampedModel):
     """Knowledge health of one scope (a project, or an owner's project-less rows) on one day."""
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     as_of = models.DateField()
     active = models.PositiveIntegerField()

@@ -1,0 +1,145 @@
+"""Jobs owed to closed sessions: recorded with the close, claimed once, finished once, re-sent if lost.
+
+Whoever closes a session calls `session_jobs_schedule(session=...)` inside the close transaction. The
+rows commit with the close; the broker messages are sent after commit and a broker outage only leaves
+the rows pending, for `session_jobs_requeue` (beat, every minute) to send again later.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from brain.logs import log_op
+from sessions.models import JobStatus, Session, SessionJob
+
+logger = logging.getLogger(__name__)
+
+JOB_TASKS = {"extract": "sessions.tasks.session_extract", "autoskill": "sessions.tasks.session_autoskill"}
+JOB_OPS = {"extract": "kea.extract", "autoskill": "autoskill.run"}
+
+
+class TransientJobError(Exception):
+    """The job failed in a way a later attempt may not (provider down, database hiccup): retry it."""
+
+
+class JobLost(Exception):
+    """The claim was taken over (lease expired, another worker claimed it): this run must write nothing."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    job_id: uuid.UUID
+    token: uuid.UUID
+
+    def finish(self, *, items: int, outcome: str = "ok") -> None:
+        """Marks the job done; call inside the transaction that writes the result, so both commit or neither."""
+        done = SessionJob.objects.filter(id=self.job_id, claim=self.token, status=JobStatus.RUNNING).update(
+            status=JobStatus.DONE, finished_at=timezone.now(), items=items, outcome=outcome
+        )
+        if not done:
+            raise JobLost(f"job {self.job_id} is no longer claimed by this run")
+
+
+def _lease() -> timedelta:
+    return timedelta(seconds=int(settings.BRAIN_JOBS["lease_s"]))
+
+
+def session_jobs_schedule(*, session: Session) -> list[SessionJob]:
+    """Records the extract and autoskill jobs of `session` (idempotent) and sends them once the caller commits."""
+    with transaction.atomic():
+        jobs = [
+            SessionJob.objects.get_or_create(session=session, name=name, defaults={"user_id": session.user_id})[0]
+            for name in JOB_TASKS
+        ]
+        pending = [job.id for job in jobs if job.status == JobStatus.PENDING]
+        transaction.on_commit(lambda: _send(pending))
+    return jobs
+
+
+def _send(job_ids: list[uuid.UUID]) -> int:
+    sent = 0
+    for job in SessionJob.objects.filter(id__in=job_ids):
+        try:
+            # retry=False: a closing client must not wait on a dead broker; the requeue task covers it.
+            current_app.send_task(JOB_TASKS[job.name], args=[str(job.session_id)], retry=False)
+        except Exception as exc:
+            log_op(logger, "jobs.enqueue_failed", level=logging.WARNING, job=job.name, reason=str(exc)[:200])
+            continue
+        SessionJob.objects.filter(id=job.id).update(enqueued_at=timezone.now())
+        sent += 1
+    return sent
+
+
+def session_jobs_requeue(*, now: datetime | None = None) -> int:
+    """Sends again every job that never reached the broker, waits too long, or whose worker died mid-run."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=int(settings.BRAIN_JOBS["requeue_after_s"]))
+    due = SessionJob.objects.filter(
+        Q(status=JobStatus.PENDING, enqueued_at__isnull=True)
+        | Q(status=JobStatus.PENDING, enqueued_at__lt=stale)
+        | Q(status=JobStatus.RUNNING, claimed_at__lt=now - _lease())
+    )
+    ids = list(due.values_list("id", flat=True)[:500])
+    sent = _send(ids) if ids else 0
+    if ids:
+        log_op(logger, "jobs.requeue", due=len(ids), sent=sent)
+    return sent
+
+
+def job_claim(*, session: Session, name: str, now: datetime | None = None) -> Claim | None:
+    """Takes the job for this run (a pending row, or a running one whose lease ran out); None when done or taken."""
+    now = now or timezone.now()
+    job, _ = SessionJob.objects.get_or_create(session=session, name=name, defaults={"user_id": session.user_id})
+    token = uuid.uuid4()
+    taken = SessionJob.objects.filter(id=job.id).filter(
+        Q(status=JobStatus.PENDING) | Q(status=JobStatus.RUNNING, claimed_at__lt=now - _lease())
+    ).update(status=JobStatus.RUNNING, claim=token, claimed_at=now, attempts=F("attempts") + 1)
+    return Claim(job.id, token) if taken else None
+
+
+def job_release(*, claim: Claim, failed: bool) -> None:
+    """Gives the job back (pending, for a retry) or marks it failed after the last attempt."""
+    status = JobStatus.FAILED if failed else JobStatus.PENDING
+    SessionJob.objects.filter(id=claim.job_id, claim=claim.token).update(
+        status=status, claim=None, outcome="error" if failed else "", enqueued_at=timezone.now()
+    )
+
+
+def session_job_run(*, session_id: str, name: str, work: Callable[[Session, Claim], int], final: bool = False) -> str:
+    """Runs one job for a session exactly once and logs its outcome line (kea.extract / autoskill.run).
+
+    A failure gives the claim back and raises TransientJobError for the caller's retry; on the `final`
+    attempt the job is marked failed instead."""
+    op = JOB_OPS[name]
+    session = Session.objects.filter(id=session_id).select_related("user", "project").first()
+    if session is None:
+        log_op(logger, op, sessionId=str(session_id)[:8], outcome="skipped_session_gone", items=0)
+        return "skipped_session_gone"
+    claim = job_claim(session=session, name=name)
+    if claim is None:
+        log_op(logger, op, sessionId=str(session_id)[:8], outcome="skipped_already_done", items=0)
+        return "skipped_already_done"
+    try:
+        items = work(session, claim)
+    except JobLost:
+        log_op(logger, op, sessionId=str(session_id)[:8], outcome="skipped_claim_lost", items=0)
+        return "skipped_claim_lost"
+    except Exception as exc:
+        job_release(claim=claim, failed=final)
+        log_op(logger, op, level=logging.WARNING, sessionId=str(session_id)[:8], outcome="error", items=0,
+               reason=f"{type(exc).__name__}: {str(exc)[:200]}", final=final)
+        if final:
+            return "error"
+        raise TransientJobError(str(exc)) from exc
+    log_op(logger, op, sessionId=str(session_id)[:8], outcome="ok", items=items)
+    return "ok"
