@@ -1,0 +1,134 @@
+"""Closing sessions: SQS, the confidence loop, learnings, action items, jobs, idempotency, ownership."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from brain.errors import NotFound, ValidationFailed
+from knowledge.models import KnowledgeItem
+from knowledge.services_teach import knowledge_teach
+from sessions.models import ApplicationRole, SessionEvent, SessionJob, SessionKnowledgeApplication
+from sessions.outcome_rules import HINT_GENTLE, HINT_STRONG, quality_score
+from sessions.services_open import session_open
+from sessions.services_outcome import OutcomeReport, session_report_outcome
+from tests.conftest import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"success": True, "errors": 0, "user_feedback": "up", "files_created": 2, "files_modified": 1,
+          "files_rejected": 0, "build_attempts": 1}, 100),
+        # partial build 0.5, no feedback 0.5, no files 0.5, one retry: 100*(0.2+0.125+0.125+0.09) = 54
+        ({"success": False, "errors": 0, "user_feedback": None, "files_created": 0, "files_modified": 0,
+          "files_rejected": 0, "build_attempts": 2}, 54),
+        # failed, thumbs down, 1 of 4 files kept, penalty capped at 0.5: 100*(0+0+0.0625+0.05) = 11.25
+        ({"success": False, "errors": 3, "user_feedback": "down", "files_created": 1, "files_modified": 0,
+          "files_rejected": 3, "build_attempts": 9}, 11),
+        # 0.55 exactly must round half up to 55, not fall to 54 through float noise
+        ({"success": False, "errors": 0, "user_feedback": None, "files_created": 0, "files_modified": 0,
+          "files_rejected": 0, "build_attempts": 1}, 55),
+    ],
+)
+def test_quality_score(kwargs: dict, expected: int) -> None:
+    assert quality_score(**kwargs).sqs == expected
+
+
+def _rule(tenant: Tenant, text: str) -> KnowledgeItem:
+    return knowledge_teach(principal=tenant.principal, type="reflex", trigger="writing pydantic validators",
+                           rule=text, project_id=str(tenant.project.id)).item
+
+
+def test_close_runs_confidence_loop_once(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    injected = _rule(tenant_a, "use field_validator with mode='after'")
+    reported = knowledge_teach(principal=tenant_a.principal, type="recipe", rule="bump the lockfile in CI",
+                               project_id=str(tenant_a.project.id)).item
+    foreign = _rule(tenant_b, "bob's private rule")
+    session = session_open(principal=tenant_a.principal, prompt="add a pydantic validator").session
+    report = OutcomeReport(success=True, user_feedback="up", files_created=1, knowledge_used=[
+        str(injected.id), str(reported.id), str(foreign.id), "garbage"])
+    first = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id), report=report)
+    assert first["sqs"] == 100 and first["alreadyClosed"] is False and first["queued"] is True
+    assert first["knowledgeUpdated"] == 2 and first["hint"] == HINT_GENTLE
+    second = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id), report=report)
+    assert second == {**first, "alreadyClosed": True}
+    counts = {k.id: (k.success_count, k.failure_count) for k in KnowledgeItem.objects.all()}
+    assert counts[injected.id] == (1, 0) and counts[reported.id] == (1, 0) and counts[foreign.id] == (0, 0)
+    roles = set(SessionKnowledgeApplication.objects.filter(session=session).values_list("knowledge_id", "role"))
+    assert (reported.id, ApplicationRole.USED_REPORTED) in roles and (injected.id, ApplicationRole.INJECTED) in roles
+    assert set(SessionJob.objects.filter(session=session).values_list("name", flat=True)) == {"extract", "autoskill"}
+
+
+def test_failure_counts_and_strong_hint(tenant_a: Tenant) -> None:
+    rule = _rule(tenant_a, "use field_validator with mode='after'")
+    session = session_open(principal=tenant_a.principal).session
+    result = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id), report=OutcomeReport(
+        success=True, user_feedback="down", knowledge_used=[str(rule.id)]))
+    assert result["hint"] == HINT_STRONG
+    rule.refresh_from_db()
+    assert (rule.success_count, rule.failure_count) == (0, 1)
+
+
+def test_learnings_validated_one_by_one(tenant_a: Tenant) -> None:
+    session = session_open(principal=tenant_a.principal).session
+    good = {"trigger": "when adding forms", "rule": "use react-hook-form with zod", "rationale": "team standard",
+            "type": "reflex", "source": "user_correction", "confidence": 0.9}
+    learnings = [good, {"trigger": "x"}, "not an object", {**good, "type": "spell"}, {**good, "confidence": 7},
+                 {**good, "rule": "second good rule"}, {**good, "rule": "sixth, over the limit"}]
+    result = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id),
+                                    report=OutcomeReport(success=False, learnings=learnings))
+    assert [a["index"] for a in result["learnings"]["accepted"]] == [0]
+    assert [d["index"] for d in result["learnings"]["dropped"]] == [1, 2, 3, 4, 5, 6]
+    assert "hint" not in result
+    events = SessionEvent.objects.filter(session=session, event_type="learning_captured")
+    assert [e.payload["rule"] for e in events] == ["use react-hook-form with zod"]
+
+
+def test_errors_events_make_a_failed_build(tenant_a: Tenant) -> None:
+    session = session_open(principal=tenant_a.principal).session
+    SessionEvent.objects.create(session=session, user=tenant_a.user, project=tenant_a.project, event_type="error",
+                                content="boom", occurred_at=session.started_at)
+    result = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id),
+                                    report=OutcomeReport(success=False))
+    assert result["scores"]["build"] == 0.0
+
+
+def test_resolved_action_items_only_in_session_project(tenant_a: Tenant) -> None:
+    def item(project_id: str) -> str:
+        return str(knowledge_teach(principal=tenant_a.principal, type="action_item", rule="ship it",
+                                   project_id=project_id, tags=["action-item", "for:alice@a.example"]).item.id)
+
+    here = item(str(tenant_a.project.id))
+    elsewhere_session = session_open(principal=tenant_a.principal, project_name="Elsewhere").session
+    elsewhere = item(str(elsewhere_session.project_id))
+    rule = _rule(tenant_a, "a rule, not a task")
+    session = session_open(principal=tenant_a.principal).session
+    result = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id), report=OutcomeReport(
+        success=True, resolved_action_item_ids=[here, elsewhere, str(rule.id), "junk"]))
+    assert result["resolvedActionItems"] == 1
+    retired = set(KnowledgeItem.objects.filter(deleted_at__isnull=False).values_list("id", flat=True))
+    assert retired == {uuid.UUID(here)}
+
+
+def test_ownership_and_validation(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    session = session_open(principal=tenant_a.principal).session
+    ok = OutcomeReport(success=True)
+    for principal, sid in ((tenant_b.principal, str(session.id)), (tenant_a.principal, str(uuid.uuid4())),
+                           (tenant_a.principal, "nope")):
+        with pytest.raises(NotFound):
+            session_report_outcome(principal=principal, session_id=sid, report=ok)
+    other = session_open(principal=tenant_a.principal, project_name="Side").session
+    with pytest.raises(NotFound):  # a project token reaches only sessions of its project
+        session_report_outcome(principal=tenant_a.project_principal, session_id=str(other.id), report=ok)
+    for bad in (OutcomeReport(success=True, user_feedback="meh"), OutcomeReport(success=True, build_attempts=0),
+                OutcomeReport(success=True, resolved_action_item_ids=["x"] * 51)):
+        with pytest.raises(ValidationFailed):
+            session_report_outcome(principal=tenant_a.principal, session_id=str(session.id), report=bad)
+    session.refresh_from_db()
+    assert session.ended_at is None
+    result = session_report_outcome(principal=tenant_a.project_principal, session_id=str(session.id), report=ok)
+    assert result["alreadyClosed"] is False
