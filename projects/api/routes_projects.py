@@ -6,7 +6,7 @@ import uuid
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from ninja import Query, Router, Schema, Status
 
 from brain.errors import ForbiddenProject, NotFound
 from projects.api.auth import principal_of
@@ -48,7 +48,7 @@ def list_projects(request: HttpRequest, filters: Query[ProjectFilters]) -> Proje
 
 @router.post("", response={200: ProjectCreateOut, 201: ProjectCreateOut, **ERRORS, 409: ErrorEnvelope},
              summary="Create a project (idempotent by name)")
-def create_project(request: HttpRequest, payload: ProjectCreateIn) -> tuple[int, ProjectCreateOut]:
+def create_project(request: HttpRequest, payload: ProjectCreateIn) -> Status[ProjectCreateOut]:
     """201 with the new project, or 200 with the existing one of the same name (case-insensitive) in that org."""
     principal = principal_of(request)
     if principal.is_project_scoped:
@@ -63,7 +63,7 @@ def create_project(request: HttpRequest, payload: ProjectCreateIn) -> tuple[int,
     )
     project = project_visible(principal=principal, project_id=project.pk)
     out = ProjectCreateOut(**ProjectOut.of(project, principal).model_dump(), created=created)
-    return (201 if created else 200), out
+    return Status(201 if created else 200, out)
 
 
 @router.get("/{project_id}", response={200: ProjectOut, **ERRORS}, summary="One visible project")

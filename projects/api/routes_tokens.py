@@ -8,7 +8,7 @@ from typing import Literal
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
-from ninja import Query, Router, Schema
+from ninja import Query, Router, Schema, Status
 
 from brain.errors import ForbiddenProject
 from projects.api.auth import principal_of
@@ -64,11 +64,11 @@ def list_tokens(request: HttpRequest, filters: Query[TokenFilters]) -> TokenPage
 
 
 @router.post("", response={201: TokenCreateOut, **ERRORS}, summary="Mint a token")
-def create_token(request: HttpRequest, payload: TokenCreateIn) -> tuple[int, TokenCreateOut]:
+def create_token(request: HttpRequest, payload: TokenCreateIn) -> Status[TokenCreateOut]:
     principal = _user_scoped(request)
     project = project_visible(principal=principal, project_id=payload.projectId) if payload.projectId else None
     token, raw = token_create(user=principal.user, project=project, label=payload.label, expires_at=payload.expiresAt)
-    return 201, TokenCreateOut(**TokenOut.of(token).model_dump(), token=raw)
+    return Status(201, TokenCreateOut(**TokenOut.of(token).model_dump(), token=raw))
 
 
 @router.post("/{token_id}/revoke", response={200: TokenOut, **ERRORS}, summary="Revoke a token")
