@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -121,14 +122,15 @@ def test_refine_mode_judges_learnings_and_routes_decisions(
     assert not KnowledgeItem.objects.filter(owner=tenant_b.user).exists()
 
 
-FENCED = """Here you go:
-```json
-{"findings": [
- {"type": "recipe", "trigger": "when adding a Django model field", "rule": "run makemigrations and commit the migration with the model change", "rationale": "CI checks for missing migrations", "confidence": 0.9},
- {"type": "heuristic", "trigger": "when unsure", "rule": "be careful", "rationale": "", "confidence": 0.9},
- {"type": "reflex", "trigger": "when naming tests", "rule": "name test files test_<module>.py under tests/<app>", "rationale": "", "confidence": 0.5}
-]}
-```"""
+_FINDINGS = [
+    {"type": "recipe", "trigger": "when adding a Django model field",
+     "rule": "run makemigrations and commit the migration with the model change",
+     "rationale": "CI checks for missing migrations", "confidence": 0.9},
+    {"type": "heuristic", "trigger": "when unsure", "rule": "be careful", "rationale": "", "confidence": 0.9},
+    {"type": "reflex", "trigger": "when naming tests", "rule": "name test files test_<module>.py under tests/<app>",
+     "rationale": "", "confidence": 0.5},
+]
+FENCED = "Here you go:\n```json\n" + json.dumps({"findings": _FINDINGS}, indent=1) + "\n```"
 
 
 def test_llm_mine_reads_fenced_json_and_charges_the_quota(tenant_a: Tenant, caplog: pytest.LogCaptureFixture) -> None:
@@ -141,7 +143,8 @@ def test_llm_mine_reads_fenced_json_and_charges_the_quota(tenant_a: Tenant, capl
         assert _funnel(caplog)["model"] == "gpt-4o-mini"
         assert "add a login form" in fake.requests[0]["body"]["messages"][1]["content"]
         # The quota (1 a day) is spent: the next session uses the heuristic path and no request is made.
-        second = closed_session(user=tenant_a.user, project=tenant_a.project, events=[("user_correction", CORRECTION, {})])
+        second = closed_session(user=tenant_a.user, project=tenant_a.project,
+                                events=[("user_correction", CORRECTION, {})])
         assert extract_work(second, None) == 1
         assert len(fake.requests) == 1
     assert LlmUsage.objects.get(user=tenant_a.user).count == 1
