@@ -61,6 +61,15 @@ def project_visible(*, principal: Principal, project_id: uuid.UUID | str) -> Pro
     return project
 
 
+def project_active(*, principal: Principal) -> tuple[Project | None, str | None]:
+    """The project a session would default to, without creating one: the token's project
+    ("token_scope") or the first visible one ("first_project_fallback"); (None, None) if there is none."""
+    project = projects_visible(principal=principal).first()
+    if project is None:
+        return None, None
+    return project, "token_scope" if principal.is_project_scoped else "first_project_fallback"
+
+
 def project_in_org_by_name(*, org: Org, name: str) -> Project | None:
     return Project.objects.filter(org=org).annotate(lname=Lower("name")).filter(lname=name.lower()).first()
 

@@ -12,8 +12,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from brain.errors import Conflict, NotFound, ValidationFailed
+from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
 from projects.models import ApiToken, Membership, Org, Project, User
+from projects.scope import Principal
 from projects.selectors import project_in_org_by_name, token_digest
 
 TOKEN_PREFIX = "ebt_"
@@ -91,6 +92,18 @@ def project_ensure_named(
         if existing is None:
             raise
         return existing, False
+
+
+def project_create_named(
+    *, principal: Principal, name: str, framework: str | None = None, language: str | None = None
+) -> tuple[Project, bool]:
+    """The agent-facing create: refused for project-scoped tokens, else idempotent in the personal org."""
+    if principal.is_project_scoped:
+        raise ForbiddenProject(
+            "this token is bound to one project and cannot create others; use a user-scoped token "
+            "or create the project in the web app"
+        )
+    return project_ensure_named(user=principal.user, name=name, framework=framework, language=language)
 
 
 def project_ensure_default(*, user: User) -> Project:
