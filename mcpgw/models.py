@@ -1,1 +1,32 @@
-"""Models of this app."""
+"""MCP sessions of the handshake era. Rows, not process memory, so any web replica serves any session."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class McpSession(models.Model):
+    """One `Mcp-Session-Id`, bound to the token that opened it."""
+
+    # The session id itself: 43 random URL-safe characters (256 bits), visible ASCII as the spec asks.
+    id = models.CharField(primary_key=True, max_length=64, editable=False)
+    token = models.ForeignKey("projects.ApiToken", on_delete=models.CASCADE, related_name="mcp_sessions")
+    protocol_version = models.CharField(max_length=20)
+    client_name = models.CharField(max_length=200, blank=True)
+    client_version = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField()
+    tool_call_count = models.PositiveIntegerField(default=0)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    close_reason = models.CharField(max_length=20, blank=True)  # deleted | idle | evicted
+
+    class Meta:
+        indexes = [models.Index(fields=["token", "closed_at", "last_seen_at"], name="mcpsession_token_open_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.protocol_version})"
+
+    @property
+    def prefix(self) -> str:
+        """What logs show: never the whole id, which is a bearer-like secret."""
+        return self.id[:8]

@@ -1,0 +1,84 @@
+"""Writes of MCP sessions: open, touch, close, and the idle sweep."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from brain.logs import log_op
+from mcpgw.models import McpSession
+from mcpgw.selectors import idle_cutoff, mcp_sessions_open_of
+from projects.models import ApiToken
+
+logger = logging.getLogger("mcpgw")
+# last_seen_at only needs minute precision against a 30-minute idle limit: skip most writes.
+SEEN_INTERVAL = timedelta(seconds=30)
+
+
+def _log_end(session: McpSession, reason: str) -> None:
+    op = "mcp.session.close" if session.tool_call_count else "mcp.session.orphan"
+    log_op(logger, op, sessionPrefix=session.prefix, reason=reason, toolCalls=session.tool_call_count)
+
+
+@transaction.atomic
+def mcp_session_open(
+    *, token: ApiToken, protocol_version: str, client_name: str = "", client_version: str = ""
+) -> McpSession:
+    """A new session for this token; past the per-token cap the least recently seen ones are evicted."""
+    now = timezone.now()
+    open_qs = mcp_sessions_open_of(token=token).select_for_update().order_by("last_seen_at")
+    surplus = open_qs.count() - settings.MCP_MAX_SESSIONS_PER_TOKEN + 1
+    for old in list(open_qs[: max(surplus, 0)]):
+        _close(old, reason="evicted", now=now)
+    session = McpSession.objects.create(
+        id=secrets.token_urlsafe(32), token=token, protocol_version=protocol_version,
+        client_name=client_name[:200], client_version=client_version[:100], last_seen_at=now,
+    )
+    total = mcp_sessions_open_of(token=token).count()
+    log_op(logger, "mcp.session.open", sessionPrefix=session.prefix, version=protocol_version,
+           client=client_name[:60] or None, total=total)
+    return session
+
+
+def mcp_session_seen(*, session: McpSession, tool_call: bool = False) -> None:
+    """Counts a tool call (always written) and refreshes last_seen_at (at most every 30 s otherwise)."""
+    now = timezone.now()
+    if not tool_call and now - session.last_seen_at < SEEN_INTERVAL:
+        return
+    updates: dict[str, object] = {"last_seen_at": now}
+    if tool_call:
+        updates["tool_call_count"] = F("tool_call_count") + 1
+        session.tool_call_count += 1
+    McpSession.objects.filter(pk=session.pk).update(**updates)
+    session.last_seen_at = now
+
+
+def _close(session: McpSession, *, reason: str, now: datetime) -> bool:
+    closed = McpSession.objects.filter(pk=session.pk, closed_at__isnull=True).update(closed_at=now, close_reason=reason)
+    if closed:
+        session.refresh_from_db(fields=["tool_call_count"])
+        _log_end(session, reason)
+    return bool(closed)
+
+
+@transaction.atomic
+def mcp_session_close(*, session: McpSession) -> bool:
+    """Ends a session the client DELETEd; False if it was already closed."""
+    return _close(session, reason="deleted", now=timezone.now())
+
+
+def mcp_sessions_sweep(*, now: datetime | None = None) -> int:
+    """Closes every session idle past the limit; each is logged (orphan when it made no tool call)."""
+    now = now or timezone.now()
+    idle = McpSession.objects.filter(closed_at__isnull=True, last_seen_at__lt=idle_cutoff(now))
+    swept = 0
+    for session in idle.iterator():
+        # Conditional UPDATE inside _close: two sweepers racing log each session once.
+        swept += _close(session, reason="idle", now=now)
+    return swept
