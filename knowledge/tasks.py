@@ -1,0 +1,50 @@
+"""Nightly knowledge tasks: a fan-out task per job that queues one task per scope with one fixed `as_of`."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from brain.logs import log_op
+from knowledge.decay import decay_scope_run
+from knowledge.evolution import evolution_scope_run
+from knowledge.nightly import NightlyScope, nightly_scopes, parse_as_of
+
+logger = logging.getLogger(__name__)
+
+_SCOPE_TASK = {"acks_late": True, "reject_on_worker_lost": True, "autoretry_for": (Exception,),
+               "max_retries": 3, "retry_backoff": 30, "retry_backoff_max": 600, "retry_jitter": True}
+
+
+@shared_task(name="knowledge.tasks.decay_scope", **_SCOPE_TASK)
+def decay_scope(scope: str, as_of: str) -> int:
+    """Decay of one project (or one owner's personal rows) as of a fixed instant; rerunning changes nothing."""
+    return decay_scope_run(scope=NightlyScope.parse(scope), as_of=parse_as_of(as_of)).changed
+
+
+@shared_task(name="knowledge.tasks.evolve_scope", **_SCOPE_TASK)
+def evolve_scope(scope: str, as_of: str) -> int:
+    """Evolution of one scope as of a fixed instant."""
+    return evolution_scope_run(scope=NightlyScope.parse(scope), as_of=parse_as_of(as_of)).merged
+
+
+def _fan_out(name: str, task: object, as_of: str | None) -> int:
+    instant = parse_as_of(as_of).isoformat()
+    scopes = nightly_scopes()
+    for scope in scopes:
+        task.delay(scope, instant)  # type: ignore[attr-defined]
+    log_op(logger, "jobs.fan_out", job=name, scopes=len(scopes), asOf=instant)
+    return len(scopes)
+
+
+@shared_task(name="knowledge.tasks.nightly_decay")
+def nightly_decay(as_of: str | None = None) -> int:
+    """Beat, nightly: one decay task per scope."""
+    return _fan_out("decay", decay_scope, as_of)
+
+
+@shared_task(name="knowledge.tasks.nightly_evolution")
+def nightly_evolution(as_of: str | None = None) -> int:
+    """Beat, nightly: one evolution task per scope."""
+    return _fan_out("evolution", evolve_scope, as_of)
