@@ -1,50 +1,56 @@
-# ruff: noqa: N815 - field names are the wire contract of the spec (camelCase)
-"""Pydantic contracts of the brain tools (the MCP inputSchema/outputSchema are generated from these)."""
+"""Pydantic contracts of the brain tools (the MCP inputSchema/outputSchema are generated from these).
+
+snake_case here, camelCase on the wire (the registry's ToolModel aliases every field)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-Id = Field(min_length=1, max_length=64)
+from mcpgw.registry import ToolModel
 
-
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+OMIT_WHEN_NONE = {"relevantKnowledge", "openActionItems", "hint"}
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _In(ToolModel):
+    model_config = ConfigDict(str_strip_whitespace=True)
+
+
+class _Out(ToolModel):
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        # Optional parts that did not happen (no injection, no hint) are left out, not sent as null.
+        data = super().model_dump(**kwargs)
+        return {k: v for k, v in data.items() if v is not None or k not in OMIT_WHEN_NONE}
 
 
 class StartSessionIn(_In):
-    clientType: str = Field("", max_length=60, description="the calling client, e.g. claude_code")
+    client_type: str = Field("", max_length=60, description="the calling client, e.g. claude_code")
     prompt: str = Field("", max_length=8000, description="the task; when given, relevant knowledge is injected")
     framework: str = Field("", max_length=60)
     language: str = Field("", max_length=60)
-    projectId: str | None = Field(None, max_length=64)
-    projectName: str | None = Field(None, min_length=1, max_length=120, description="found or created")
+    project_id: str | None = Field(None, max_length=64)
+    project_name: str | None = Field(None, min_length=1, max_length=120, description="found or created")
 
 
 class InjectionOut(_Out):
-    knowledgeIds: list[str]
+    knowledge_ids: list[str]
     injection: str
 
 
 class StartSessionOut(_Out):
-    sessionId: str
-    startedAt: datetime
-    projectId: str
-    projectSource: str
-    relevantKnowledge: InjectionOut | None = None
-    openActionItems: InjectionOut | None = None
+    session_id: str
+    started_at: datetime
+    project_id: str
+    project_source: str
+    relevant_knowledge: InjectionOut | None = None
+    open_action_items: InjectionOut | None = None
 
 
 class RetrieveContext(_In):
-    sessionId: str | None = Field(None, max_length=64)
-    projectId: str | None = Field(None, max_length=64)
+    session_id: str | None = Field(None, max_length=64)
+    project_id: str | None = Field(None, max_length=64)
     framework: str = Field("", max_length=60)
     language: str = Field("", max_length=60)
 
@@ -53,7 +59,7 @@ class RetrieveIn(_In):
     prompt: str = Field(min_length=1, max_length=8000)
     context: RetrieveContext | None = None
     limit: int = Field(5, ge=1, le=20)
-    budgetTokens: int | None = Field(None, ge=50, le=8000)
+    budget_tokens: int | None = Field(None, ge=50, le=8000)
 
 
 class KnowledgeOut(_Out):
@@ -64,7 +70,7 @@ class KnowledgeOut(_Out):
     rationale: str
     confidence: float
     tags: list[str] = []
-    projectId: str | None = None
+    project_id: str | None = None
     score: float | None = None
     why: dict[str, float] = {}
     stage: str | None = None
@@ -72,7 +78,7 @@ class KnowledgeOut(_Out):
 
 class BundleOut(_Out):
     items: list[KnowledgeOut]
-    injectedIds: list[str]
+    injected_ids: list[str]
     retrieval: str
     notice: str | None = None
 
@@ -83,18 +89,18 @@ class RetrieveOut(_Out):
 
 
 class ReportIn(_In):
-    sessionId: str = Id
+    session_id: str = Field(min_length=1, max_length=64)
     success: bool
-    userFeedback: Literal["up", "down"] | None = None
-    buildAttempts: int = Field(1, ge=1, le=1000)
+    user_feedback: Literal["up", "down"] | None = None
+    build_attempts: int = Field(1, ge=1, le=1000)
     errors: list[str] = Field(default_factory=list, max_length=50)
-    filesCreated: int = Field(0, ge=0)
-    filesModified: int = Field(0, ge=0)
-    filesRejected: int = Field(0, ge=0)
-    knowledgeUsed: list[str] = Field(default_factory=list, max_length=100)
+    files_created: int = Field(0, ge=0)
+    files_modified: int = Field(0, ge=0)
+    files_rejected: int = Field(0, ge=0)
+    knowledge_used: list[str] = Field(default_factory=list, max_length=100)
     learnings: list[Any] = Field(default_factory=list, description="0-5 {trigger, rule, rationale, type, source, "
                                  "confidence}; invalid items are dropped, never failing the close")
-    resolvedActionItemIds: list[str] = Field(default_factory=list, max_length=50)
+    resolved_action_item_ids: list[str] = Field(default_factory=list, max_length=50)
     summary: str = Field("", max_length=4000)
 
 
@@ -115,12 +121,12 @@ class LearningsOut(_Out):
 
 
 class ReportOut(_Out):
-    sessionId: str
+    session_id: str
     sqs: int = Field(ge=0, le=100)
     queued: bool
-    alreadyClosed: bool
-    knowledgeUpdated: int
-    resolvedActionItems: int
+    already_closed: bool
+    knowledge_updated: int
+    resolved_action_items: int
     scores: dict[str, float]
     learnings: LearningsOut
     hint: str | None = None
@@ -132,37 +138,33 @@ class TeachIn(_In):
     rationale: str = Field("", max_length=4000)
     type: Literal["reflex", "recipe", "heuristic", "principle", "anti_principle", "action_item"] = "heuristic"
     tags: list[str] = Field(default_factory=list, max_length=20)
-    projectId: str | None = Field(None, max_length=64)
+    project_id: str | None = Field(None, max_length=64)
     framework: str = Field("", max_length=60)
     language: str = Field("", max_length=60)
-    supersedesKnowledgeId: str | None = Field(None, max_length=64)
+    supersedes_knowledge_id: str | None = Field(None, max_length=64)
 
 
 class TeachOut(_Out):
     id: str
     confidence: float
-    projectId: str | None
-    supersededId: str | None = None
-
-
-class EmptyIn(_In):
-    pass
+    project_id: str | None
+    superseded_id: str | None = None
 
 
 class PeerCardOut(_Out):
     email: str
     facts: dict[str, str]
-    updatedAt: str | None = None
+    updated_at: str | None = None
 
 
 class StyleOut(_Out):
-    peerCard: PeerCardOut
+    peer_card: PeerCardOut
     reflexes: list[KnowledgeOut]
 
 
 class OracleIn(_In):
     question: str = Field(min_length=3, max_length=2000)
-    projectId: str | None = Field(None, max_length=64)
+    project_id: str | None = Field(None, max_length=64)
 
 
 class CitationOut(_Out):
@@ -183,8 +185,8 @@ class OracleOut(_Out):
 
 
 class LogEventIn(_In):
-    sessionId: str = Id
-    eventType: str = Field(min_length=1, max_length=40)
+    session_id: str = Field(min_length=1, max_length=64)
+    event_type: str = Field(min_length=1, max_length=40)
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -223,17 +225,17 @@ class SessionSearchIn(_In):
 
 
 class SnippetOut(_Out):
-    eventType: str
+    event_type: str
     text: str
     at: str
 
 
 class SessionFoundOut(_Out):
-    sessionId: str
-    projectId: str
+    session_id: str
+    project_id: str
     prompt: str
-    startedAt: str
-    endedAt: str | None
+    started_at: str
+    ended_at: str | None
     sqs: int | None
     score: float
     snippets: list[SnippetOut]
