@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 
 from ninja import Field, Schema
-from pydantic import ConfigDict
+from pydantic import ConfigDict, field_validator
 
 from projects.models import ApiToken, Project
 from projects.scope import Principal
@@ -81,6 +81,18 @@ class TokenCreateIn(StrictIn):
     label: str = Field(min_length=1, max_length=120)
     projectId: uuid.UUID | None = Field(default=None, description="Bind the token to this project only.")
     expiresAt: datetime | None = Field(default=None, description="Must be in the future; default: never.")
+
+
+    @field_validator("expiresAt")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        # PostgreSQL stores offsets only up to ±15:59; normalise every instant to UTC first.
+        if value is None:
+            return None
+        try:
+            return value.replace(tzinfo=value.tzinfo or UTC).astimezone(UTC)
+        except OverflowError:
+            raise ValueError("expiresAt is out of range") from None
 
 
 class TokenCreateOut(TokenOut):

@@ -1,0 +1,55 @@
+"""Property-based run of schemathesis against /api/v1/openapi.json, in-process through WSGI.
+
+Every generated request (valid and invalid) must get an answer that is not a server error and that
+matches the documented response schemas. Examples per operation are capped to keep CI short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
+
+from brain.wsgi import application
+from tests.factories import make_tenant
+
+schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
+CASES: list[str] = []
+MAX_EXAMPLES = 20
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cases_ran() -> Iterator[None]:
+    """The run is only evidence if it generated requests for every operation."""
+    yield
+    per_operation = {label: CASES.count(label) for label in set(CASES)}
+    print(f"\nschemathesis: {len(CASES)} cases over {len(per_operation)} operations: {per_operation}")
+    assert len(per_operation) == len(list(schema.get_all_operations())) and min(per_operation.values()) >= 5
+
+
+@pytest.fixture
+def bearer(db: None) -> Iterator[dict[str, str]]:
+    tenant = make_tenant("fuzz@f.example", "Fuzz App")
+    make_tenant("other@o.example", "Other App")  # the second tenant, whose rows must never leak
+    # As Django's test client does: keep the test transaction's connection open across requests.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield {"Authorization": f"Bearer {tenant['user_raw']}"}
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@schema.parametrize()
+@settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+def test_api_has_no_server_errors(case: Any, bearer: dict[str, str]) -> None:
+    CASES.append(case.operation.label)
+    case.call_and_validate(
+        headers=bearer, checks=[not_a_server_error, response_schema_conformance, status_code_conformance]
+    )
