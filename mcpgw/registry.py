@@ -33,7 +33,7 @@ class ToolModel(BaseModel):
 
     # camelCase on the wire, as the spec names its fields; snake_case in Python.
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_alias=True,
-                              validate_by_name=False, serialize_by_alias=True)
+                              validate_by_name=True, serialize_by_alias=True)
 
 
 class NoArguments(ToolModel):
@@ -89,9 +89,24 @@ class Resource:
         return {"uri": self.uri, "mimeType": self.mime_type, "text": text}
 
 
+def _untitled(node: Any) -> Any:
+    """Drops pydantic's generated titles ("Projectid") from every schema node; the tool has its own."""
+    if isinstance(node, list):
+        return [_untitled(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: _untitled(sub) for name, sub in value.items()}  # names, not keywords
+        elif key != "title" or not isinstance(value, str):
+            out[key] = _untitled(value)
+    return out
+
+
 def _schema(model: type[BaseModel], mode: Any) -> dict[str, Any]:
-    schema = model.model_json_schema(by_alias=True, mode=mode)
-    schema.pop("title", None)  # the tool carries its own title
+    schema: dict[str, Any] = _untitled(model.model_json_schema(by_alias=True, mode=mode))
+    schema.pop("description", None)  # the model's docstring is for Python readers
     schema.setdefault("properties", {})
     return schema
 

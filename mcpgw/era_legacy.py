@@ -1,0 +1,72 @@
+"""The handshake era (2025-03-26 / 2025-06-18 / 2025-11-25): initialize, Mcp-Session-Id, ping."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from mcpgw import protocol as p
+from mcpgw.auth import bound_session
+from mcpgw.dispatch import Call, dispatch
+from mcpgw.services import mcp_session_open, mcp_session_seen
+from projects.models import ApiToken
+from projects.scope import Principal
+
+logger = logging.getLogger("mcpgw")
+
+
+def _check_version_header(request: HttpRequest) -> None:
+    version = request.headers.get(p.VERSION_HEADER)
+    if version is not None and version.strip() not in p.LEGACY_VERSIONS:
+        raise p.RpcError(p.INVALID_REQUEST, f"Bad Request: unsupported {p.VERSION_HEADER} {version.strip()!r}; "
+                         f"supported: {', '.join(p.ALL_VERSIONS)}", status=400)
+
+
+def _initialize(token: ApiToken, request_id: Any, params: Any) -> HttpResponse:
+    if not isinstance(params, dict) or not isinstance(params.get("protocolVersion"), str):
+        raise p.RpcError(p.INVALID_PARAMS, "initialize needs params.protocolVersion", status=400)
+    requested = params["protocolVersion"]
+    version = requested if requested in p.LEGACY_VERSIONS else p.LATEST_LEGACY
+    client_info = params.get("clientInfo")
+    client = client_info if isinstance(client_info, dict) else {}
+    session = mcp_session_open(token=token, protocol_version=version, client_name=str(client.get("name", "")),
+                               client_version=str(client.get("version", "")))
+    result = {"protocolVersion": version, "capabilities": p.capabilities(), "serverInfo": p.server_info(),
+              "instructions": p.INSTRUCTIONS}
+    response = JsonResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
+    response[p.SESSION_HEADER] = session.id
+    return response
+
+
+def _valid_id(message: dict[str, Any]) -> bool:
+    request_id = message.get("id")
+    return isinstance(request_id, str | int) and not isinstance(request_id, bool)
+
+
+def handle(request: HttpRequest, token: ApiToken, message: dict[str, Any]) -> HttpResponse:
+    _check_version_header(request)
+    method = message.get("method")
+    is_request = "id" in message
+    if is_request and method == "initialize":
+        if not _valid_id(message):
+            raise p.RpcError(p.INVALID_REQUEST, "initialize needs a string or integer id", status=400)
+        return _initialize(token, message["id"], message.get("params"))
+    session = bound_session(request, token)
+    if not is_request or not isinstance(method, str):
+        # Notifications (initialized, cancelled, ...) and replies to server requests: accepted, nothing to say.
+        if not isinstance(method, str) and "result" not in message and "error" not in message:
+            raise p.RpcError(p.INVALID_REQUEST, "Invalid Request: not a JSON-RPC message", status=400)
+        mcp_session_seen(session=session)
+        return HttpResponse(status=202)
+    if not _valid_id(message):
+        raise p.RpcError(p.INVALID_REQUEST, "Invalid Request: id must be a string or integer", status=400)
+    mcp_session_seen(session=session)
+    call = Call(principal=Principal(user=token.user, token=token), modern=False, version=session.protocol_version,
+                session=session)
+    try:
+        result = dispatch(call, method, message.get("params"))
+    except p.RpcError as exc:
+        return JsonResponse(exc.body(message["id"]), status=200 if exc.status == 200 else exc.status)
+    return JsonResponse({"jsonrpc": "2.0", "id": message["id"], "result": result})

@@ -1,0 +1,5 @@
+from django.urls import path
+
+from mcpgw.views import mcp_endpoint
+
+urlpatterns = [path("", mcp_endpoint, name="mcp")]

@@ -1,0 +1,97 @@
+"""POST/DELETE /mcp: the Streamable HTTP endpoint of both MCP eras, JSON responses only."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from mcpgw import era_legacy, era_modern
+from mcpgw import protocol as p
+from mcpgw.auth import bearer_token, bound_session, origin_allowed
+from mcpgw.services import mcp_session_close
+
+logger = logging.getLogger("mcpgw")
+
+
+def rpc_error_response(exc: p.RpcError, request_id: Any = None) -> JsonResponse:
+    response = JsonResponse(exc.body(request_id), status=exc.status)
+    if exc.status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="External Brain"'
+    return response
+
+
+def _read_body(request: HttpRequest) -> bytes:
+    cap = settings.MCP_MAX_BODY_BYTES
+    too_big = p.RpcError(p.INVALID_REQUEST, f"Request body is larger than {cap} bytes", status=413)
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > cap:
+        raise too_big
+    body = request.read(cap + 1)
+    if len(body) > cap:
+        raise too_big
+    return body
+
+
+def _decode(body: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        raise p.RpcError(p.PARSE_ERROR, "Parse error: the body is not valid JSON", status=400) from None
+    if isinstance(message, list):
+        raise p.RpcError(p.INVALID_REQUEST, "Batches are not supported: send one JSON-RPC message per request",
+                         status=400)
+    if not isinstance(message, dict):
+        raise p.RpcError(p.INVALID_REQUEST, "The body must be one JSON-RPC object", status=400)
+    return message
+
+
+def _delete(request: HttpRequest) -> HttpResponse:
+    token = bearer_token(request)
+    session = bound_session(request, token)
+    mcp_session_close(session=session)
+    return JsonResponse({"closed": True})
+
+
+def _post(request: HttpRequest) -> HttpResponse:
+    token = bearer_token(request)
+    message = _decode(_read_body(request))
+    if era_modern.applies(request, message):
+        return era_modern.handle(request, token, message)
+    return era_legacy.handle(request, token, message)
+
+
+@csrf_exempt
+def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    try:
+        if not origin_allowed(request):
+            raise p.RpcError(p.INVALID_REQUEST, "Forbidden: this Origin is not allowed; add it to "
+                             "BRAIN_MCP_ALLOWED_ORIGINS", status=403)
+        if request.method == "POST":
+            return _post(request)
+        if request.method == "DELETE":
+            return _delete(request)
+        response = rpc_error_response(p.RpcError(
+            p.INVALID_REQUEST, "Method Not Allowed: POST JSON-RPC messages here (DELETE ends a session)",
+            status=405))
+        response["Allow"] = "POST, DELETE"
+        return response
+    except p.RpcError as exc:
+        return rpc_error_response(exc)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler400: JSON for /mcp (e.g. a Host header outside ALLOWED_HOSTS), Django's page elsewhere."""
+    if request.path.startswith("/mcp"):
+        return rpc_error_response(p.RpcError(p.INVALID_REQUEST, "Bad Request: this Host is not allowed",
+                                             status=400))
+    from django.views.defaults import bad_request as default_bad_request
+
+    return default_bad_request(request, exception or Exception())
