@@ -9,5 +9,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # Apps are included by dotted path: brain imports no app (see tests/brain/test_import_direction.py).
     path("api/v1/", include("projects.api.urls")),
+    path("mcp", include("mcpgw.urls")),
     path("", include("projects.urls")),
 ]
+
+# A Host outside ALLOWED_HOSTS gets a JSON-RPC error on /mcp (Django's page elsewhere).
+handler400 = "mcpgw.views.bad_request"
