@@ -17,5 +17,6 @@ app.conf.beat_schedule = {
     "knowledge-decay": {"task": "knowledge.tasks.nightly_decay", "schedule": crontab(hour=2, minute=0)},
     "knowledge-evolution": {"task": "knowledge.tasks.nightly_evolution", "schedule": crontab(hour=2, minute=30)},
     "cross-session-extract": {"task": "sessions.tasks.cross_session_daily", "schedule": crontab(hour=3, minute=0)},
+    "mcp-sweep-idle-sessions": {"task": "mcpgw.sweep_idle_sessions", "schedule": 300.0},
 }
 app.autodiscover_tasks()
