@@ -14,6 +14,7 @@ from brain.logs import log_op
 from knowledge.llm import HEURISTIC, LlmUnavailable, complete, configured_model
 from knowledge.selectors import knowledge_search
 from projects.scope import Principal
+from projects.services_resolve import project_resolve
 from sessions.selectors import session_search
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ def oracle_ask(*, principal: Principal, question: str, project_id: str | None = 
     """Answer, citations and groundedness; a failing model falls back to the extractive answer."""
     if len(question.strip()) < 3 or len(question) > 2000:
         raise ValidationFailed("question must be 3-2000 characters")
+    if project_id is not None:  # an explicit project the token cannot use is refused, as for every tool
+        project_id = str(project_resolve(principal=principal, project_id=project_id).project.id)
     cites = _citations(principal, question, project_id)
     level = groundedness(cites)
     model, mode, answer = configured_model(), "extractive", _extractive(cites)

@@ -1,0 +1,116 @@
+"""Each brain tool over /mcp: happy path, its error codes, the second tenant and the project-token matrix."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from knowledge.services import KnowledgeDraft, knowledge_create_many
+from tests.conftest import Tenant
+from tests.mcpgw.conftest import Mcp, call_tool
+
+pytestmark = pytest.mark.django_db
+MISSING = str(uuid.uuid4())
+
+
+def code(result: dict[str, Any]) -> str | None:
+    return result["structuredContent"]["error"]["code"] if result.get("isError") else None
+
+
+def ok(mcp: Mcp, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = call_tool(mcp, name, args)
+    assert not result.get("isError"), result
+    data: dict[str, Any] = result["structuredContent"]
+    return data
+
+
+@pytest.fixture
+def mcp_scoped(tenant_a: Tenant, client: Client) -> Mcp:
+    return Mcp(client, tenant_a.project_raw)
+
+
+def test_validation_errors_change_nothing(mcp_a: Mcp) -> None:
+    bad = {
+        "brain_start_session": {"projectName": ""},
+        "brain_retrieve_knowledge": {"prompt": ""},
+        "brain_report_session_outcome": {"sessionId": MISSING},  # success is required
+        "brain_teach_knowledge": {"rule": "keep it", "type": "spell"},
+        "brain_get_user_style": {"unexpected": 1},
+        "brain_ask_oracle": {"question": "?"},
+        "brain_log_event": {"sessionId": MISSING, "eventType": ""},
+        "brain_find_skill": {"query": "x", "limit": 0},
+        "brain_session_search": {"query": "x", "since": "last tuesday"},
+    }
+    for name, args in bad.items():
+        assert code(call_tool(mcp_a, name, args)) == "VALIDATION", name
+    sid = ok(mcp_a, "brain_start_session", {})["sessionId"]
+    assert code(call_tool(mcp_a, "brain_log_event", {"sessionId": sid, "eventType": "dance"})) == "VALIDATION"
+    assert ok(mcp_a, "brain_session_search", {"query": "dance"})["sessions"] == []
+
+
+def test_session_tools_matrix(mcp_a: Mcp, mcp_b: Mcp, mcp_scoped: Mcp, tenant_a: Tenant, tenant_b: Tenant) -> None:
+    started = ok(mcp_a, "brain_start_session", {"prompt": "wire stripe webhooks", "projectName": "Billing"})
+    sid = started["sessionId"]
+    assert started["projectSource"] == "project_name" and "relevantKnowledge" not in started
+    for name, args in (("brain_log_event", {"sessionId": sid, "eventType": "note"}),
+                       ("brain_report_session_outcome", {"sessionId": sid, "success": True}),
+                       ("brain_retrieve_knowledge", {"prompt": "x", "context": {"sessionId": sid}})):
+        assert code(call_tool(mcp_b, name, args)) == "NOT_FOUND", name
+        assert code(call_tool(mcp_scoped, name, args)) == "NOT_FOUND", name  # session outside the token's project
+        missing = {**args, "sessionId": MISSING} if "sessionId" in args else {**args, "context": {"sessionId": MISSING}}
+        assert code(call_tool(mcp_a, name, missing)) == "NOT_FOUND", name
+    for mcp, pid in ((mcp_b, tenant_a.project.id), (mcp_scoped, started["projectId"]), (mcp_a, MISSING)):
+        assert code(call_tool(mcp, "brain_start_session", {"projectId": str(pid)})) == "FORBIDDEN_PROJECT"
+        assert code(call_tool(mcp, "brain_teach_knowledge", {"rule": "a rule", "projectId": str(pid)})) \
+            == "FORBIDDEN_PROJECT"
+        assert code(call_tool(mcp, "brain_retrieve_knowledge", {"prompt": "x", "context": {"projectId": str(pid)}})) \
+            == "FORBIDDEN_PROJECT"
+    scoped = ok(mcp_scoped, "brain_start_session", {"projectName": "Ignored"})
+    assert (scoped["projectId"], scoped["projectSource"]) == (str(tenant_a.project.id), "token_scope")
+    assert ok(mcp_a, "brain_log_event", {"sessionId": sid, "eventType": "note", "payload": {"text": "hi"}})["accepted"]
+    closed = ok(mcp_a, "brain_report_session_outcome", {"sessionId": sid, "success": False, "userFeedback": "down"})
+    assert closed["hint"].startswith("This session went wrong") and closed["queued"] is True
+    assert ok(mcp_a, "brain_report_session_outcome", {"sessionId": sid, "success": True})["alreadyClosed"] is True
+    assert ok(mcp_b, "brain_session_search", {"query": "stripe webhooks"})["sessions"] == []
+    assert ok(mcp_a, "brain_session_search", {"query": "stripe webhooks"})["sessions"][0]["sessionId"] == sid
+
+
+def test_knowledge_tools_matrix(mcp_a: Mcp, mcp_b: Mcp, mcp_scoped: Mcp, tenant_a: Tenant) -> None:
+    other_project = ok(mcp_a, "brain_start_session", {"projectName": "Side"})["projectId"]
+    side = ok(mcp_a, "brain_teach_knowledge", {"rule": "side projects use sqlite", "type": "reflex",
+                                               "projectId": other_project})
+    main = ok(mcp_a, "brain_teach_knowledge", {"rule": "always type-hint public functions", "type": "reflex",
+                                               "trigger": "writing python"})
+    assert main["confidence"] == 1.0 and main["projectId"] == str(tenant_a.project.id)
+    newer = ok(mcp_a, "brain_teach_knowledge", {"rule": "type-hint everything, private too", "type": "reflex",
+                                                "supersedesKnowledgeId": main["id"]})
+    assert newer["supersededId"] == main["id"]
+    assert ok(mcp_b, "brain_teach_knowledge", {"rule": "bob's rule", "supersedesKnowledgeId": newer["id"]}) \
+        .get("supersededId") is None
+    style = ok(mcp_a, "brain_get_user_style", {})
+    assert {r["id"] for r in style["reflexes"]} == {newer["id"], side["id"]}
+    assert {r["id"] for r in ok(mcp_scoped, "brain_get_user_style", {})["reflexes"]} == {newer["id"]}
+    assert ok(mcp_b, "brain_get_user_style", {})["reflexes"] == []
+    retrieved = ok(mcp_a, "brain_retrieve_knowledge", {"prompt": "type hints in python functions", "budgetTokens": 300})
+    assert retrieved["bundle"]["items"][0]["id"] == newer["id"] and newer["id"] in retrieved["injection"]
+    assert ok(mcp_b, "brain_retrieve_knowledge", {"prompt": "type hints in python"})["bundle"]["items"] == []
+    oracle = ok(mcp_a, "brain_ask_oracle", {"question": "how do I handle type hints?"})
+    assert oracle["mode"] == "extractive" and oracle["citations"][0]["id"] == newer["id"]
+    assert ok(mcp_b, "brain_ask_oracle", {"question": "how do I handle type hints?"})["groundedness"] == "none"
+    assert code(call_tool(mcp_scoped, "brain_ask_oracle", {"question": "type hints?", "projectId": other_project})) \
+        == "FORBIDDEN_PROJECT"
+
+
+def test_find_skill(mcp_a: Mcp, mcp_b: Mcp, tenant_a: Tenant) -> None:
+    knowledge_create_many(owner=tenant_a.user, project=tenant_a.project, drafts=[
+        KnowledgeDraft(content="1. bump version 2. build 3. twine upload", type="skill", stage="wisdom",
+                       trigger="releasing a python package"),
+        KnowledgeDraft(content="half-baked release notes", type="skill", stage="notes",
+                       trigger="releasing a python package"),
+    ])
+    skills = ok(mcp_a, "brain_find_skill", {"query": "release my python package", "limit": 3})["skills"]
+    assert [s["stage"] for s in skills] == ["wisdom"]
+    assert ok(mcp_b, "brain_find_skill", {"query": "release my python package"})["skills"] == []
