@@ -150,7 +150,7 @@ function Send-InstallPing {
     $sessionId = $start.result.structuredContent.sessionId
     if (-not $sessionId) { throw 'no sessionId' }
     $os = "Windows $([Environment]::OSVersion.Version) PowerShell $($PSVersionTable.PSVersion)"
-    [void](Invoke-Mcp @{ jsonrpc = '2.0'; id = 11; method = 'tools/call'; params = @{ name = 'brain_log_event'; arguments = @{ sessionId = $sessionId; eventType = 'installer'; payload = @{ installer_version = $InstallerVersion; os = $os } } } } 'brain_log_event' -Soft)
+    [void](Invoke-Mcp @{ jsonrpc = '2.0'; id = 11; method = 'tools/call'; params = @{ name = 'brain_log_event'; arguments = @{ sessionId = $sessionId; eventType = 'note'; payload = @{ installer_version = $InstallerVersion; os = $os } } } } 'brain_log_event' -Soft)
     $outcome = Invoke-Mcp @{ jsonrpc = '2.0'; id = 12; method = 'tools/call'; params = @{ name = 'brain_report_session_outcome'; arguments = @{ sessionId = $sessionId; success = $true } } } 'brain_report_session_outcome' -Soft
     if ($outcome.error -or $outcome.result.isError) { throw 'outcome refused' }
     Write-Host 'ok: installation recorded'

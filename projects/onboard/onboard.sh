@@ -235,7 +235,7 @@ install_ping() {
     warn "could not record the installation (brain_start_session); the connection itself works"
     return 0
   fi
-  mcp_post '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"brain_log_event","arguments":{"sessionId":"'"$session"'","eventType":"installer","payload":{"installer_version":"'"$INSTALLER_VERSION"'","client_version":"'"${version:-unknown}"'","os":"'"$os"'"}}}}'
+  mcp_post '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"brain_log_event","arguments":{"sessionId":"'"$session"'","eventType":"note","payload":{"installer_version":"'"$INSTALLER_VERSION"'","client_version":"'"${version:-unknown}"'","os":"'"$os"'"}}}}'
   if [ "$CURL_RC" != 0 ] || [ "${HTTP_STATUS:0:1}" != 2 ] || grep -q '"isError" *: *true' "$WORK/body"; then
     warn "brain_log_event failed; continuing"
   fi
