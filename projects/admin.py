@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 
-from projects.models import ApiToken, Membership, Org, Project, User
+from projects.models import ApiToken, Invitation, LoginThrottle, Membership, Org, Project, User
 
 
 @admin.register(User)
@@ -47,3 +47,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_filter = ("revoked_at",)
     raw_id_fields = ("user", "project")
     readonly_fields = ("prefix", "digest", "last_used_at", "created_at")
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ("email", "org", "role", "invited_by", "created_at", "expires_at", "accepted_at", "revoked_at")
+    search_fields = ("email", "org__name")
+    raw_id_fields = ("org", "invited_by", "accepted_by")
+    readonly_fields = ("digest",)
+
+
+@admin.register(LoginThrottle)
+class LoginThrottleAdmin(admin.ModelAdmin):
+    """Staff can lift a lockout by deleting its row."""
+
+    list_display = ("key", "failures", "window_started_at", "locked_until")
+    search_fields = ("key",)
