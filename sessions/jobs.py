@@ -67,16 +67,21 @@ def session_jobs_schedule(*, session: Session) -> list[SessionJob]:
 
 
 def _send(job_ids: list[uuid.UUID]) -> int:
+    # A connection of our own that gives up after one quick retry: a closing client must not wait on a dead
+    # broker (the pooled one retries for seconds). The rows stay pending and the requeue task sends them later.
+    options = {**(current_app.conf.broker_transport_options or {}), "max_retries": 1, "interval_start": 0,
+               "interval_step": 0.2, "interval_max": 0.5}
     sent = 0
-    for job in SessionJob.objects.filter(id__in=job_ids):
-        try:
-            # retry=False: a closing client must not wait on a dead broker; the requeue task covers it.
-            current_app.send_task(JOB_TASKS[job.name], args=[str(job.session_id)], retry=False)
-        except Exception as exc:
-            log_op(logger, "jobs.enqueue_failed", level=logging.WARNING, job=job.name, reason=str(exc)[:200])
-            continue
-        SessionJob.objects.filter(id=job.id).update(enqueued_at=timezone.now())
-        sent += 1
+    with current_app.connection_for_write(transport_options=options) as connection:
+        for job in SessionJob.objects.filter(id__in=job_ids):
+            try:
+                current_app.send_task(JOB_TASKS[job.name], args=[str(job.session_id)], retry=False,
+                                      connection=connection)
+            except Exception as exc:  # any broker failure leaves the rows pending, never fails the caller
+                log_op(logger, "jobs.enqueue_failed", level=logging.WARNING, job=job.name, reason=str(exc)[:200])
+                break
+            SessionJob.objects.filter(id=job.id).update(enqueued_at=timezone.now())
+            sent += 1
     return sent
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ class FakeLlm:
     reply: str = "ok"
     fail_first: int = 0  # answer 503 to this many requests before succeeding
     status: int = 200
+    delay_s: float = 0.0  # wait this long before answering (a slow provider; a worker to kill mid-call)
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
 
@@ -28,6 +30,8 @@ def _handler(fake: FakeLlm) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            if fake.delay_s:
+                time.sleep(fake.delay_s)
             if len(fake.requests) <= fake.fail_first:
                 return self._send(503, {"error": {"message": "overloaded"}})
             if fake.status != 200:
