@@ -142,8 +142,8 @@ def _scoped_drafts(session: Session, extraction: Extraction) -> list[ScopedDraft
     return drafts
 
 
-def extract_work(session: Session, claim: Claim | None) -> int:
-    """The extract job: plan, then persist with dedup and finish the claim in one transaction."""
+def extract_session(session: Session, claim: Claim | None) -> AbsorbResult:
+    """Plans, then persists with dedup and finishes the claim in one transaction; logs the funnel."""
     extraction = session_extraction_plan(session)
     drafts = _scoped_drafts(session, extraction)
 
@@ -155,4 +155,9 @@ def extract_work(session: Session, claim: Claim | None) -> int:
     log_op(logger, "kea.funnel", sessionId=str(session.id)[:8], mode=extraction.mode, model=extraction.model,
            submitted=extraction.submitted, llmFindings=len(extraction.found), filterPassed=len(extraction.kept),
            persisted=len(result.created), merged=len(result.merged))
-    return len(result.created)
+    return result
+
+
+def extract_work(session: Session, claim: Claim | None) -> int:
+    """The extract job; returns how many rows it created."""
+    return len(extract_session(session, claim).created)
