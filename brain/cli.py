@@ -25,6 +25,8 @@ COMMANDS: list[tuple[tuple[str, ...], str, bool]] = [
     (("user", "create"), "projects.cli_user", True),
     (("token", "create"), "projects.cli_token", True),
     (("token", "revoke"), "projects.cli_token_revoke", True),
+    (("jobs", "run"), "sessions.cli_jobs", True),
+    (("bench", "jobs"), "bench.jobs", True),
 ]
 
 
