@@ -126,6 +126,8 @@ else:
         "processed_folder": str(_broker / "processed"),
         "store_processed": False,
     }
+    # kombu does not create its folders: without this a fresh data dir's worker dies on its first poll.
+    (_broker / "queue").mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ALWAYS_EAGER = env.bool("BRAIN_CELERY_EAGER", default=False)
 CELERY_BEAT_SCHEDULE_FILE = str(DATA_DIR / "celerybeat-schedule")
 
