@@ -63,9 +63,12 @@ def sending_to(url: str) -> Iterator[None]:
 
 
 @contextmanager
-def worker(url: str, tmp_path: Path, **env: str) -> Iterator[subprocess.Popen[bytes]]:
-    child_env = {k: v for k, v in os.environ.items() if k not in _LLM_VARS}
-    child_env.update(DATABASE_URL=database_url_for_children(), REDIS_URL=url, BRAIN_LOG_LEVEL="INFO", **env)
+def worker(url: str | None, tmp_path: Path, **env: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A real worker process; `url` None = no REDIS_URL, i.e. the filesystem broker in the data dir."""
+    child_env = {k: v for k, v in os.environ.items() if k not in (*_LLM_VARS, "REDIS_URL")}
+    child_env.update(DATABASE_URL=database_url_for_children(), BRAIN_LOG_LEVEL="INFO", **env)
+    if url:
+        child_env["REDIS_URL"] = url
     log = (tmp_path / f"worker-{time.monotonic_ns()}.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "brain", "worker", "--pool", "solo", "--without-gossip",
@@ -164,3 +167,11 @@ def test_close_succeeds_with_the_broker_down_and_the_job_runs_when_it_returns(
             redis.wait()
     assert KnowledgeItem.objects.filter(owner=tenant_a.user).count() == 1
     assert _job(session).attempts == 1
+
+
+def test_the_serverless_broker_of_brain_serve_runs_the_same_jobs(tenant_a: Tenant, tmp_path: Path) -> None:
+    assert app.conf.broker_url.startswith("filesystem")  # tests run without REDIS_URL, like a laptop install
+    with worker(None, tmp_path):
+        session = _close_with_correction(tenant_a)
+        wait_for(lambda: _job(session).status == JobStatus.DONE, "the extract job")
+    assert KnowledgeItem.objects.filter(owner=tenant_a.user, content=CORRECTION).count() == 1
