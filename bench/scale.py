@@ -1,0 +1,180 @@
+"""`brain bench retrieval-scale`: knowledge-search latency and index build time as the table grows.
+
+Items are generated from real rule files (`awesome_cursorrules.jsonl`, split into rules). Each distinct
+rule is embedded once with the configured embedder; an item's vector is its rule's vector plus small
+Gaussian noise (re-normalised, cosine ≈ 0.97 to the original), so a million rows need no million model
+calls yet the HNSW graph holds no exact duplicates. Rows are loaded with COPY into the real table with
+the indexes dropped, the HNSW and GIN indexes are then built (timed), and queries (real rules cut to a
+question-sized prefix, embedded at query time) run through `knowledge_search`, the selector behind
+`brain_retrieve_knowledge`. Bench rows and their user are removed at the end; the indexes are rebuilt
+as the migration defines them whatever happens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import signal
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.lme import percentile
+
+HELP = "measure knowledge-search latency and index build time at growing table sizes"
+DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "awesome_cursorrules.jsonl"
+TYPES = ["rule", "reflex", "heuristic", "principle", "recipe", "decision", "anti_principle"]
+HNSW_SQL = ("CREATE INDEX knowledge_embedding_hnsw ON knowledge_knowledgeitem USING hnsw "
+            "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+GIN_SQL = "CREATE INDEX knowledge_search_gin ON knowledge_knowledgeitem USING gin (search_vector)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--items", default="10000,100000", help="comma-separated sizes, e.g. 10000,100000,1000000")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="awesome_cursorrules.jsonl")
+    parser.add_argument("--queries", type=int, default=200, help="timed queries per size")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rules", type=int, default=3000, help="distinct rules embedded (the text pool)")
+
+
+def rules_of(corpus: Path) -> list[str]:
+    """Distinct rule-sized pieces (a bullet or a short paragraph) of the rule files."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for line in corpus.read_text(encoding="utf-8").splitlines():
+        text = json.loads(line)["text"]
+        for piece in re.split(r"\n\s*\n|\n\s*[-*]\s+|\n\s*\d+\.\s+", text):
+            piece = " ".join(piece.replace("#", " ").split())
+            if 40 <= len(piece) <= 600 and piece not in seen:
+                seen.add(piece)
+                out.append(piece)
+    return out
+
+
+def _noisy(base: np.ndarray, rng: np.random.Generator) -> str:
+    vec = base + rng.normal(0.0, 0.012, size=base.shape)
+    vec /= np.linalg.norm(vec)
+    return "[" + ",".join(f"{x:.5f}" for x in vec) + "]"
+
+
+def _load(cursor: Any, owner_id: uuid.UUID, project_id: uuid.UUID, rules: list[str], vectors: np.ndarray,
+          count: int, model: str, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    pick = random.Random(seed)
+    columns = ("id, created_at, updated_at, type, trigger, content, rationale, tags, source, stage, confidence, "
+               "success_count, failure_count, decay_score, framework, language, embedding, embedding_model, "
+               "owner_id, project_id")
+    with cursor.copy(f"COPY knowledge_knowledgeitem ({columns}) FROM STDIN") as copy:
+        for n in range(count):
+            i = n % len(rules)
+            copy.write_row((
+                uuid.uuid4(), "now", "now", pick.choice(TYPES), "", rules[i], "", "{bench}", "bench", "",
+                round(pick.uniform(0.5, 1.0), 2), 0, 0, 1.0, "", "", _noisy(vectors[i], rng), model,
+                owner_id, project_id,
+            ))
+
+
+def _timed_queries(principal: Any, project_id: uuid.UUID, queries: list[str]) -> dict[str, Any]:
+    from knowledge.selectors import knowledge_search
+
+    knowledge_search(principal=principal, query=queries[0], project_id=project_id)  # warm caches
+    times: list[float] = []
+    retrievals: set[str] = set()
+    for text in queries:
+        start = time.perf_counter()
+        result = knowledge_search(principal=principal, query=text, limit=5, project_id=project_id)
+        times.append((time.perf_counter() - start) * 1000)
+        retrievals.add(result.retrieval)
+    times.sort()
+    return {"p50": percentile(times, 50), "p95": percentile(times, 95),
+            "mean": round(statistics.fmean(times), 2), "retrieval": sorted(retrievals)}
+
+
+def _measure_size(size: int, ctx: dict[str, Any]) -> dict[str, Any]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM knowledge_knowledgeitem WHERE owner_id = %s", [ctx["user"].id])
+        cursor.execute("DROP INDEX IF EXISTS knowledge_embedding_hnsw")
+        cursor.execute("DROP INDEX IF EXISTS knowledge_search_gin")
+        start = time.perf_counter()
+        _load(cursor.cursor, ctx["user"].id, ctx["project"].id, ctx["rules"], ctx["vectors"], size, ctx["model"],
+              ctx["seed"])
+        load_s = time.perf_counter() - start
+        cursor.execute("SET maintenance_work_mem = '1GB'")
+        start = time.perf_counter()
+        cursor.execute(HNSW_SQL)
+        hnsw_s = time.perf_counter() - start
+        start = time.perf_counter()
+        cursor.execute(GIN_SQL)
+        gin_s = time.perf_counter() - start
+        cursor.execute("ANALYZE knowledge_knowledgeitem")
+    latency = _timed_queries(ctx["principal"], ctx["project"].id, ctx["queries"])
+    return {"items": size, "load_s": round(load_s, 1), "hnsw_build_s": round(hnsw_s, 1),
+            "gin_build_s": round(gin_s, 1), "query_ms": latency}
+
+
+def _restore_indexes() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(HNSW_SQL.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS"))
+        cursor.execute(GIN_SQL.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from knowledge.embeddings import embed_texts
+    from projects.scope import Principal
+    from projects.services import project_ensure_named, user_create
+
+    sizes = [int(s) for s in str(args.items).split(",") if s.strip()]
+    if not args.corpus.is_file() or not sizes or min(sizes) <= 0:
+        print(f"brain: need --corpus FILE (got {args.corpus}) and positive --items sizes", file=sys.stderr)
+        return 2
+    # A stopped run (Ctrl-C, SIGTERM) still removes its rows and rebuilds the indexes.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    rules = rules_of(args.corpus)
+    shuffle = random.Random(args.seed)
+    shuffle.shuffle(rules)
+    rules = rules[: args.rules]
+    start = time.perf_counter()
+    vectors, model = embed_texts(rules)
+    embed_s = time.perf_counter() - start
+    queries = [" ".join(r.split()[:10]) for r in shuffle.sample(rules, min(args.queries, len(rules)))]
+    user = user_create(email=f"scale-{uuid.uuid4().hex[:10]}@bench.invalid")
+    project, _ = project_ensure_named(user=user, name="retrieval scale")
+    ctx = {"user": user, "project": project, "principal": Principal(user=user), "rules": rules,
+           "vectors": np.array(vectors, dtype=np.float32), "model": model, "queries": queries, "seed": args.seed}
+    results = []
+    try:
+        for size in sizes:
+            results.append(_measure_size(size, ctx))
+            print(f"measured {size} items", file=sys.stderr)
+    finally:
+        user.delete()
+        _restore_indexes()
+    report = {"rules": len(rules), "rules_embedded_per_s": round(len(rules) / embed_s, 1), "model": model,
+              "queries": len(queries), "sizes": results}
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [f"{report['rules']} distinct rules embedded with {report['model']} "
+             f"({report['rules_embedded_per_s']}/s); {report['queries']} queries per size", "",
+             f"{'items':>9} {'load s':>8} {'hnsw s':>8} {'gin s':>7} {'p50 ms':>8} {'p95 ms':>8} {'p95 x':>6}"]
+    base = report["sizes"][0]["query_ms"]["p95"] if report["sizes"] else None
+    for row in report["sizes"]:
+        q = row["query_ms"]
+        growth = f"{q['p95'] / base:.2f}" if base else "-"
+        lines.append(f"{row['items']:>9} {row['load_s']:>8} {row['hnsw_build_s']:>8} {row['gin_build_s']:>7} "
+                     f"{q['p50']:>8} {q['p95']:>8} {growth:>6}")
+    return "\n".join(lines)
