@@ -27,6 +27,7 @@ COMMANDS: list[tuple[tuple[str, ...], str, bool]] = [
     (("token", "revoke"), "projects.cli_token_revoke", True),
     (("jobs", "run"), "sessions.cli_jobs", True),
     (("bench", "jobs"), "bench.jobs", True),
+    (("bench", "tools"), "bench.tools", True),
     (("bench", "retrieval"), "bench.retrieval", True),
     (("bench", "retrieval-scale"), "bench.scale", True),
     (("embeddings", "backfill"), "sessions.cli_embeddings", True),
