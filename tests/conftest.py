@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -51,3 +52,9 @@ def tenant_a(db: None) -> Tenant:
 def tenant_b(db: None) -> Tenant:
     """The second tenant: must never see anything of tenant_a."""
     return Tenant(**make_tenant("bob@b.example", "Bravo App"))
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    """PBKDF2 is slow on purpose (~0.3 s per hash); tests need a real hash, not its cost."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
