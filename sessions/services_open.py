@@ -6,15 +6,16 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, IntegerField, Value, When
 
 from brain.logs import log_op
-from knowledge.inject import Injection, injection_build
+from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import KnowledgeItem, KnowledgeType
-from knowledge.selectors import knowledge_search
+from knowledge.selectors import KnowledgeHit, knowledge_search
 from projects.models import Project
 from projects.scope import Principal
 from projects.services_resolve import project_resolve
@@ -34,7 +35,12 @@ class SessionOpened:
     open_action_items: Injection | None
 
 
-def applications_record(*, session: Session, knowledge_ids: Sequence[uuid.UUID], role: str) -> None:
+def as_injectable(hits: Sequence[KnowledgeHit]) -> Sequence[Injectable]:
+    # KnowledgeHit satisfies Injectable except that its id is typed UUID where the protocol says object.
+    return cast("Sequence[Injectable]", hits)
+
+
+def applications_record(*, session: Session, knowledge_ids: Sequence[uuid.UUID | str], role: str) -> None:
     """Records that these rows reached the session in `role`; a repeat records nothing twice."""
     rows = [SessionKnowledgeApplication(session=session, knowledge_id=kid, role=role) for kid in knowledge_ids]
     SessionKnowledgeApplication.objects.bulk_create(rows, ignore_conflicts=True)
@@ -50,8 +56,8 @@ def inject_for_prompt(
         framework=framework, language=language,
     )
     budget = budget_tokens or int(settings.BRAIN_RETRIEVAL["budget_tokens"])
-    injection = injection_build(found.hits, budget_tokens=budget)
-    applications_record(session=session, knowledge_ids=injection.knowledge_ids, role=ApplicationRole.INJECTED)
+    injection = build_injection(as_injectable(found.hits), budget=budget)
+    applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)
     return injection
 
 
@@ -73,7 +79,7 @@ def _action_items_injection(session: Session, email: str) -> Injection | None:
         return None
     lines = ["## Your Open Action Items", *(f"- [{'blocker' if 'blocker' in i.tags else 'open'}] "
                                            f"{' '.join(i.content.split())} (id {i.id})" for i in items)]
-    return Injection(knowledge_ids=[i.id for i in items], text="\n".join(lines))
+    return Injection(text="\n".join(lines), ids=[str(i.id) for i in items])
 
 
 def _soft(op: str, session: Session, build: object) -> Injection | None:
@@ -100,10 +106,10 @@ def session_open(
     if prompt.strip():
         relevant = _soft("start.inject_failed", session, lambda: inject_for_prompt(
             principal=principal, session=session, prompt=prompt, framework=framework, language=language))
-        if relevant is not None and not relevant.knowledge_ids:
+        if relevant is not None and not relevant.ids:
             relevant = None
     items = _soft("start.action_items_failed", session, lambda: _action_items_injection(session, principal.user.email))
     log_op(logger, "session.open", session=str(session.id)[:8], source=resolved.source,
-           injected=len(relevant.knowledge_ids) if relevant else 0,
-           actionItems=len(items.knowledge_ids) if items else 0)
+           injected=len(relevant.ids) if relevant else 0,
+           actionItems=len(items.ids) if items else 0)
     return SessionOpened(session, resolved.source, relevant, items)

@@ -8,13 +8,13 @@ from django.conf import settings
 from django.db import transaction
 
 from brain.errors import ValidationFailed
-from knowledge.inject import injection_build
+from knowledge.injection import build_injection
 from knowledge.selectors import knowledge_search
 from projects.scope import Principal
 from projects.services_resolve import project_resolve
 from sessions.models import ApplicationRole
 from sessions.selectors_owned import session_owned
-from sessions.services_open import applications_record
+from sessions.services_open import applications_record, as_injectable
 
 MAX_LIMIT = 20
 
@@ -37,15 +37,15 @@ def knowledge_retrieve(
         found = knowledge_search(principal=principal, query=prompt, limit=limit, project_id=scope_project,
                                  framework=framework, language=language, explain=True)
         budget = budget_tokens or int(settings.BRAIN_RETRIEVAL["budget_tokens"])
-        injection = injection_build(found.hits, budget_tokens=budget)
+        injection = build_injection(as_injectable(found.hits), budget=budget)
         if session is not None:
-            applications_record(session=session, knowledge_ids=injection.knowledge_ids, role=ApplicationRole.INJECTED)
+            applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)
     items = [
         {"id": str(h.id), "type": h.type, "trigger": h.trigger, "rule": h.content, "rationale": h.rationale,
          "confidence": h.confidence, "tags": h.tags, "projectId": str(h.project_id) if h.project_id else None,
          "score": h.score, "why": h.explain}
         for h in found.hits
     ]
-    bundle = {"items": items, "injectedIds": [str(i) for i in injection.knowledge_ids],
+    bundle = {"items": items, "injectedIds": list(injection.ids),
               "retrieval": found.retrieval, "notice": found.notice or None}
     return {"bundle": bundle, "injection": injection.text}

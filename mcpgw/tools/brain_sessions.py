@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from knowledge.inject import Injection
+from knowledge.injection import Injection
 from mcpgw import schemas_brain as s
 from mcpgw.registry import tool
 from projects.scope import Principal
@@ -19,7 +19,7 @@ from sessions.services_retrieve import knowledge_retrieve
 def _injection(value: Injection | None) -> dict[str, Any] | None:
     if value is None:
         return None
-    return {"knowledgeIds": [str(i) for i in value.knowledge_ids], "injection": value.text}
+    return {"knowledgeIds": list(value.ids), "injection": value.text}
 
 
 @tool(

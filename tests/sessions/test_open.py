@@ -64,7 +64,7 @@ def test_inject_at_open_records_applications(tenant_a: Tenant, tenant_b: Tenant)
     validator_id, _ = _teach_rules(tenant_a)
     opened = session_open(principal=tenant_a.principal, prompt=PROMPT)
     assert opened.relevant_knowledge is not None
-    assert str(opened.relevant_knowledge.knowledge_ids[0]) == validator_id
+    assert opened.relevant_knowledge.ids[0] == validator_id
     assert "field_validator" in opened.relevant_knowledge.text
     roles = SessionKnowledgeApplication.objects.filter(session=opened.session).values_list("role", flat=True)
     assert set(roles) == {ApplicationRole.INJECTED}
@@ -107,6 +107,6 @@ def test_open_action_items_for_caller(tenant_a: Tenant, tenant_b: Tenant) -> Non
     item("someone else's task", "for:carol@a.example")
     opened = session_open(principal=tenant_a.principal, prompt=PROMPT)
     assert opened.open_action_items is not None
-    assert [str(i) for i in opened.open_action_items.knowledge_ids] == [blocker, first]
+    assert opened.open_action_items.ids == [blocker, first]
     assert not SessionKnowledgeApplication.objects.filter(session=opened.session).exists()
     assert session_open(principal=tenant_b.principal).open_action_items is None
