@@ -112,6 +112,16 @@ def resources_read(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     return {"contents": [resource.read(call.principal)]}
 
 
+def prompts_list(call: Call, params: dict[str, Any]) -> dict[str, Any]:
+    return {"prompts": []}  # no prompts yet: the capability is declared so clients may list (and cache) them
+
+
+def prompts_get(call: Call, params: dict[str, Any]) -> dict[str, Any]:
+    name = params.get("name")
+    raise p.RpcError(p.INVALID_PARAMS, f"Prompt not found: {name}. Call prompts/list for the available ones.",
+                     data={"name": name})
+
+
 def ping(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     return {}
 
@@ -128,6 +138,8 @@ COMMON: dict[str, Handler] = {
     "resources/list": resources_list,
     "resources/templates/list": resources_templates_list,
     "resources/read": resources_read,
+    "prompts/list": prompts_list,
+    "prompts/get": prompts_get,
 }
 LEGACY_METHODS: dict[str, Handler] = {**COMMON, "ping": ping}
 MODERN_METHODS: dict[str, Handler] = {**COMMON, "server/discover": discover}

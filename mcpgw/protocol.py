@@ -63,6 +63,7 @@ CACHE_TTL_MS = {
     "resources/list": 60_000,
     "resources/templates/list": 300_000,
     "resources/read": 0,
+    "prompts/list": 300_000,
 }
 
 
@@ -108,4 +109,5 @@ def server_info() -> dict[str, str]:
 
 
 def capabilities() -> dict[str, Any]:
-    return {"tools": {"listChanged": False}, "resources": {"listChanged": False, "subscribe": False}}
+    return {"tools": {"listChanged": False}, "resources": {"listChanged": False, "subscribe": False},
+            "prompts": {"listChanged": False}}

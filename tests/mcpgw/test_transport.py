@@ -74,7 +74,7 @@ def test_initialize_negotiates(mcp_a: Mcp, requested: str, negotiated: str) -> N
     result = response.json()["result"]
     assert result["protocolVersion"] == negotiated
     assert result["serverInfo"]["name"] == "external-brain"
-    assert set(result["capabilities"]) == {"tools", "resources"}
+    assert set(result["capabilities"]) == {"tools", "resources", "prompts"}
     assert "brain_get_user_style" in result["instructions"] and "brain_report_session_outcome" in result["instructions"]
     session_id = response[p.SESSION_HEADER]
     assert len(session_id) >= 40 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
@@ -117,7 +117,7 @@ def test_delete_closes_then_404(mcp_a: Mcp, caplog) -> None:
 
 def test_legacy_unknown_method_and_unknown_tool(mcp_a: Mcp) -> None:
     session = mcp_a.initialize()
-    unknown = mcp_a.legacy(session, "prompts/list")
+    unknown = mcp_a.legacy(session, "completion/complete")
     assert unknown.status_code == 200 and unknown.json()["error"]["code"] == p.METHOD_NOT_FOUND
     tool = mcp_a.legacy(session, "tools/call", {"name": "brain_nope", "arguments": {}})
     assert tool.json()["error"]["code"] == p.INVALID_PARAMS and "tools/list" in tool.json()["error"]["message"]
@@ -148,7 +148,7 @@ def test_discover(mcp_a: Mcp) -> None:
 def test_modern_results_are_valid_for_the_sdk(mcp_a: Mcp) -> None:
     from mcp_types.methods import serialize_server_result
 
-    for method in ("server/discover", "tools/list", "resources/list"):
+    for method in ("server/discover", "tools/list", "resources/list", "prompts/list"):
         result = mcp_a.modern(method).json()["result"]
         assert serialize_server_result(method, MODERN, result)["resultType"] == "complete"
         assert {"ttlMs", "cacheScope"} <= set(result)
