@@ -19,11 +19,16 @@ $(VENV)/.dev-installed: pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev]"
 	touch $@ $(VENV)/.run-installed
 
+# Node tools of the test suite (the MCP conformance suite and the Node 22 it runs on), pinned by package-lock.json.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 run: $(VENV)/.run-installed
 	$(BIN)/brain serve
 
 # Tests use their own data dir so they never touch the one `make run` serves.
-test: $(VENV)/.dev-installed
+test: $(VENV)/.dev-installed node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy .
 	BRAIN_DATA_DIR=$${BRAIN_TEST_DATA_DIR:-$(CURDIR)/.brain-data/test} $(BIN)/pytest
@@ -32,4 +37,4 @@ lock: $(VENV)/.dev-installed
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' > constraints.txt
 
 clean:
-	rm -rf $(VENV) .brain-data
+	rm -rf $(VENV) .brain-data node_modules
