@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from brain.config import email_config, env, runtime_config, secret_key_for
@@ -124,10 +125,14 @@ else:
         "data_folder_in": str(_broker / "queue"),
         "data_folder_out": str(_broker / "queue"),
         "processed_folder": str(_broker / "processed"),
+        "control_folder": str(_broker / "control"),
         "store_processed": False,
     }
     # kombu does not create its folders: without this a fresh data dir's worker dies on its first poll.
-    (_broker / "queue").mkdir(parents=True, exist_ok=True)
+    # An unwritable data dir is reported by startup with a clear message, so do not fail the import here.
+    with contextlib.suppress(OSError):
+        for _folder in ("queue", "control"):
+            (_broker / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ALWAYS_EAGER = env.bool("BRAIN_CELERY_EAGER", default=False)
 CELERY_BEAT_SCHEDULE_FILE = str(DATA_DIR / "celerybeat-schedule")
 
