@@ -1,0 +1,125 @@
+"""Embedders: the real local MiniLM model, and the OpenAI wire format against a local fake server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from knowledge.embeddings import (
+    DIMENSIONS,
+    LOCAL_MODEL_NAME,
+    EmbeddingUnavailable,
+    OpenAIEmbedder,
+    embed_texts,
+    embedder_health,
+    get_embedder,
+)
+
+
+def test_local_model_embeds_offline_with_unit_vectors_that_capture_meaning() -> None:
+    vectors, model = embed_texts([
+        "Use react-hook-form with zod for forms",
+        "Build React forms with react-hook-form and zod validation",
+        "The banana bread needs two ripe bananas",
+    ])
+    assert model == LOCAL_MODEL_NAME
+    matrix = np.array(vectors)
+    assert matrix.shape == (3, DIMENSIONS)
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-4)
+    similar, unrelated = matrix[0] @ matrix[1], matrix[0] @ matrix[2]
+    assert similar > 0.6 > unrelated + 0.3
+
+
+def test_local_model_batches_keep_input_order_and_match_single_calls() -> None:
+    texts = ["short", "a considerably longer sentence about database migrations and indexes", "mid length text"]
+    batch, _ = embed_texts(texts)
+    singles = [embed_texts([text])[0][0] for text in texts]
+    assert np.allclose(np.array(batch), np.array(singles), atol=1e-3)
+    assert get_embedder() is get_embedder()  # loaded once per process
+
+
+def test_none_provider_refuses_and_doctor_says_fts_only(settings: Any) -> None:
+    settings.BRAIN_EMBEDDINGS_PROVIDER = "none"
+    with pytest.raises(EmbeddingUnavailable, match="turned off"):
+        embed_texts(["x"])
+    ok, detail = embedder_health()
+    assert ok and "full-text" in detail
+
+
+def test_doctor_reports_the_local_model() -> None:
+    ok, detail = embedder_health()
+    assert ok and LOCAL_MODEL_NAME in detail and "384" in detail
+
+
+class _FakeOpenAI(BaseHTTPRequestHandler):
+    """Speaks POST /v1/embeddings like OpenAI: `data` items with `index` (sent in reverse order here)."""
+
+    requests: list[dict[str, Any]] = []
+    dims = 384
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        if body["model"] == "broken":
+            self.send_response(500)
+            self.end_headers()
+            return
+        data = [{"object": "embedding", "index": i, "embedding": [float(i + 1)] * self.dims}
+                for i, _ in enumerate(body["input"])]
+        payload = json.dumps({"object": "list", "data": data[::-1], "model": body["model"],
+                              "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), _FakeOpenAI)
+    _FakeOpenAI.requests = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def _client(url: str, model: str = "text-embedding-3-small", dims: int = 384) -> OpenAIEmbedder:
+    return OpenAIEmbedder(base_url=url, api_key="sk-test", model=model, dimensions=dims, timeout_s=5, batch_size=2)
+
+
+def test_openai_provider_speaks_the_wire_format_in_batches(fake_openai: str) -> None:
+    vectors = _client(fake_openai).embed(["a", "b", "c"])
+    assert [r["path"] for r in _FakeOpenAI.requests] == ["/v1/embeddings", "/v1/embeddings"]
+    assert _FakeOpenAI.requests[0]["auth"] == "Bearer sk-test"
+    assert _FakeOpenAI.requests[0]["body"] == {"model": "text-embedding-3-small", "input": ["a", "b"]}
+    assert len(vectors) == 3
+    assert np.allclose(np.linalg.norm(np.array(vectors), axis=1), 1.0)
+
+
+def test_openai_provider_failures_become_embedding_unavailable(fake_openai: str) -> None:
+    with pytest.raises(EmbeddingUnavailable, match="failed"):
+        _client(fake_openai, model="broken").embed(["a"])
+    with pytest.raises(EmbeddingUnavailable, match="BRAIN_EMBEDDINGS_DIMENSIONS"):
+        _client(fake_openai, dims=768).embed(["a"])
+    with pytest.raises(EmbeddingUnavailable, match="failed"):
+        _client("http://127.0.0.1:9/v1").embed(["a"])
+
+
+def test_openai_provider_is_chosen_by_settings(settings: Any, fake_openai: str) -> None:
+    settings.BRAIN_EMBEDDINGS_PROVIDER = "openai"
+    settings.BRAIN_EMBEDDINGS_BASE_URL = fake_openai
+    settings.BRAIN_EMBEDDINGS_MODEL = "nomic-embed-text"
+    vectors, model = embed_texts(["hello"])
+    assert model == "openai:nomic-embed-text" and len(vectors[0]) == 384
