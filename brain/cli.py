@@ -31,6 +31,8 @@ COMMANDS: list[tuple[tuple[str, ...], str, bool]] = [
     (("bench", "retrieval"), "bench.retrieval", True),
     (("bench", "retrieval-scale"), "bench.scale", True),
     (("embeddings", "backfill"), "sessions.cli_embeddings", True),
+    (("mcp", "stdio"), "mcpgw.stdio", False),
+    (("bench", "mcp"), "bench.mcp_load", False),
 ]
 
 
