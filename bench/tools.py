@@ -3,7 +3,7 @@ over real HTTP /mcp, N concurrent clients, against a knowledge table of a given 
 
 Knowledge rows come from real rule files (awesome_cursorrules.jsonl) loaded with COPY the same way as
 `brain bench retrieval-scale` (one embedding per distinct rule, noisy copies), then the HNSW and GIN
-indexes are built. A threaded WSGI server in this process serves /mcp; each client thread opens its
+indexes are built. A WSGI server with a fixed pool of N worker threads in this process serves /mcp; each client thread opens its
 own MCP session (handshake era) with the bench user's token and repeats: start a session with a prompt
 cut from a real rule -> report the outcome with the injected ids and one learning. The bench user and
 everything it owns are deleted at the end.
@@ -21,8 +21,8 @@ import sys
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -38,8 +38,21 @@ HELP = "measure p50/p95 of brain_start_session and brain_report_session_outcome 
 MCP_VERSION = "2025-11-25"
 
 
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
+class _PooledServer(WSGIServer):
+    """A fixed pool of worker threads (like a threaded app server): each keeps its database connection."""
+
+    pool: ThreadPoolExecutor
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.pool.submit(self._handle, request, client_address)
+
+    def _handle(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # a broken request must not kill the worker thread
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -182,7 +195,8 @@ def _summary(times: list[float]) -> dict[str, Any]:
 def _drive(args: argparse.Namespace, raw: str, rules: list[str]) -> tuple[dict[str, Any], float]:
     from django.core.handlers.wsgi import WSGIHandler
 
-    server = make_server("127.0.0.1", 0, WSGIHandler(), server_class=_ThreadingServer, handler_class=_QuietHandler)
+    server = make_server("127.0.0.1", 0, WSGIHandler(), server_class=_PooledServer, handler_class=_QuietHandler)
+    server.pool = ThreadPoolExecutor(max_workers=args.clients, thread_name_prefix="bench-web")
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     pick = random.Random(args.seed)
@@ -202,6 +216,7 @@ def _drive(args: argparse.Namespace, raw: str, rules: list[str]) -> tuple[dict[s
         thread.join()
     wall = time.perf_counter() - start
     server.shutdown()
+    server.pool.shutdown(wait=True)
     result = {"brain_start_session": _summary(out["start"]), "brain_report_session_outcome": _summary(out["report"]),
               **stats}
     return result, wall
