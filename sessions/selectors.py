@@ -101,18 +101,18 @@ def _event_hit(row: dict[str, Any], score: float, explain: dict[str, Any]) -> Ev
 
 
 def _sessions_of(events: list[EventHit], candidates: list[Any]) -> list[SessionHit]:
-    """A session scores by its best event plus a small share of its next ones (several matching turns
-    are more evidence than one), so ties between single-hit sessions resolve toward broader matches."""
+    """A session scores by its best event. (Adding its other events' scores was tried: reciprocal-rank
+    scores are so flat that three weak turns then outrank one strong one.)"""
     projects = {c.row["session_id"]: c.row["project_id"] for c in candidates}
     grouped: dict[uuid.UUID, list[EventHit]] = {}
     for hit in events:
         grouped.setdefault(hit.session_id, []).append(hit)
     hits = [
         SessionHit(session_id=sid, project_id=projects[sid], events=group[:3], started_at=None,
-                   score=round(group[0].score + 0.1 * sum(h.score for h in group[1:3]), 6))
+                   score=group[0].score)
         for sid, group in grouped.items()
     ]
-    hits.sort(key=lambda hit: -hit.score)
+    hits.sort(key=lambda hit: -hit.score)  # stable: equal scores keep the event order
     _attach_start_times(hits)
     return hits
 

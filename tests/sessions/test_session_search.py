@@ -1,0 +1,85 @@
+"""Session search: events ranked by the hybrid engine, grouped into the caller's own sessions."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from brain.errors import NotFound, ValidationFailed
+from sessions.models import SessionEvent
+from sessions.selectors import session_search
+from sessions.services import EventDraft, session_event_log, session_events_log_many, session_start
+from tests.conftest import Tenant
+
+TURNS = [
+    "I adopted a golden retriever puppy named Biscuit last weekend",
+    "The flaky checkout test was caused by a race in the payment webhook handler",
+    "We moved the staging database to a bigger instance",
+]
+
+
+def _day(tenant: Tenant, days_ago: int, turns: list[str], prompt: str = "") -> Any:
+    started = timezone.now() - timedelta(days=days_ago)
+    session = session_start(user=tenant.user, project=tenant.project, client_type="claude_code", prompt=prompt,
+                            started_at=started)
+    drafts = [EventDraft("note", t, {"n": n}, started) for n, t in enumerate(turns)]
+    session_events_log_many(session=session, drafts=drafts)
+    return session
+
+
+def test_events_and_sessions_rank_by_meaning(tenant_a: Tenant) -> None:
+    pets = _day(tenant_a, 3, [*TURNS[:1], "Biscuit chewed my shoes again"])
+    bugs = _day(tenant_a, 1, TURNS[1:], prompt="fix the flaky checkout test")
+    result = session_search(principal=tenant_a.principal, query="what is my dog called?")
+    assert result.retrieval == "hybrid"
+    assert result.sessions[0].session_id == pets.id
+    assert result.events[0].snippet.startswith("I adopted a golden retriever")
+    bug_hit = session_search(principal=tenant_a.principal, query="flaky checkout test").sessions[0]
+    assert bug_hit.session_id == bugs.id and bug_hit.started_at is not None
+    assert {e.event_type for e in bug_hit.events} >= {"prompt", "note"}  # the prompt is searchable too
+
+
+def test_second_tenant_identical_events_never_appear(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    _day(tenant_a, 1, TURNS)
+    foreign = _day(tenant_b, 1, TURNS)
+    for mode in ("hybrid", "fts", "vector"):
+        result = session_search(principal=tenant_a.principal, query="golden retriever puppy", mode=mode)
+        assert result.sessions and foreign.id not in {s.session_id for s in result.sessions}
+        assert not {e.session_id for e in result.events} & {foreign.id}
+    with pytest.raises(NotFound):
+        session_search(principal=tenant_a.principal, query="puppy", project_id=tenant_b.project.id)
+
+
+def test_project_token_and_time_window_narrow_the_search(tenant_a: Tenant) -> None:
+    from projects.services import project_ensure_named
+
+    old = _day(tenant_a, 30, ["Deployed the search service with blue green"])
+    new = _day(tenant_a, 1, ["Deployed the search service with canaries"])
+    other, _ = project_ensure_named(user=tenant_a.user, name="Elsewhere")
+    away = session_start(user=tenant_a.user, project=other)
+    session_event_log(session=away, event_type="note", content="Deployed the search service on Friday")
+    wide = session_search(principal=tenant_a.principal, query="deployed search service").sessions
+    assert {s.session_id for s in wide} == {old.id, new.id, away.id}
+    narrow = session_search(principal=tenant_a.project_principal, query="deployed search service").sessions
+    assert {s.session_id for s in narrow} == {old.id, new.id}
+    recent = session_search(principal=tenant_a.principal, query="deployed search service",
+                            since=timezone.now() - timedelta(days=7)).sessions
+    assert {s.session_id for s in recent} == {new.id, away.id}
+
+
+def test_event_without_embedder_is_stored_and_found_by_full_text(tenant_a: Tenant, settings: Any) -> None:
+    settings.BRAIN_EMBEDDINGS_PROVIDER = "none"
+    session = _day(tenant_a, 0, ["Rotated the Stripe webhook secret"])
+    assert SessionEvent.objects.get(session=session).embedding is None
+    result = session_search(principal=tenant_a.principal, query="stripe webhook secret")
+    assert result.retrieval == "fts_only" and result.sessions[0].session_id == session.id
+
+
+def test_bad_event_type_changes_nothing(tenant_a: Tenant) -> None:
+    session = session_start(user=tenant_a.user, project=tenant_a.project)
+    with pytest.raises(ValidationFailed, match="event_type"):
+        session_events_log_many(session=session, drafts=[EventDraft("note", "fine"), EventDraft("", "bad")])
+    assert not SessionEvent.objects.filter(session=session).exists()
