@@ -26,7 +26,8 @@ def _searchable(event_type: str, payload: dict[str, Any]) -> str:
     """The text session search matches: the payload's human-readable string fields, in a stable order."""
     parts = [str(payload[k]) for k in _TEXT_KEYS if isinstance(payload.get(k), str | int | float)]
     parts += [str(v) for k, v in payload.items() if k not in _TEXT_KEYS and isinstance(v, str) and len(v) < 500]
-    return f"{event_type.replace('_', ' ')}: " + " ".join(parts) if parts else ""
+    # Plain text, no type prefix: extraction mines corrections from this text as written.
+    return " ".join(parts)
 
 
 def session_event_record(

@@ -30,7 +30,7 @@ def test_log_event_rules(tenant_a: Tenant, tenant_b: Tenant) -> None:
     session = session_open(principal=tenant_a.principal, prompt="fix the flaky login test").session
     event = session_event_record(principal=tenant_a.principal, session_id=str(session.id),
                                  event_type="user_correction", payload={"message": "use freezegun, not sleep"})
-    assert event.content == "user correction: use freezegun, not sleep"
+    assert event.content == "use freezegun, not sleep"
     with pytest.raises(ValidationFailed):
         session_event_record(principal=tenant_a.principal, session_id=str(session.id), event_type="dance")
     with pytest.raises(ValidationFailed):
