@@ -37,7 +37,7 @@ class Scope:
 
 @dataclass(frozen=True)
 class Fusion:
-    rrf_k: int = 60
+    rrf_k: int = 10
     weight_vector: float = 1.0
     weight_fts: float = 1.0
     candidates: int = 50
@@ -77,19 +77,34 @@ def _vec_cte(table: str, scope: Scope) -> str:
         WHERE dist <= %(maxdist)s"""  # noqa: S608 - names and fixed SQL only; values are parameters
 
 
-def _fts_cte(table: str, scope: Scope) -> str:
-    # Any-term matches are ranked among at most FTS_SCAN_CAP rows; all-term matches are added
-    # uncapped, so the best full-text hits survive even when common words match many rows.
+def _fts_ctes(table: str, scope: Scope) -> str:
+    """Full-text candidates scored BM25-style: for each query term, ts_rank (term frequency with length
+    normalisation) times an inverse document frequency measured among the rows matching any term.
+    Without the IDF, words that occur everywhere outrank the rare words that identify the answer.
+
+    Any-term matches are scored among at most FTS_SCAN_CAP rows; rows matching every term are added
+    uncapped, so the best full-text hits survive even when common words match many rows."""
     return f"""
+    fts_pool AS (
+        SELECT DISTINCT ON (m.id) m.id, m.sv FROM (
+            (SELECT t.id, t.search_vector AS sv FROM {table} t, q
+             WHERE {scope.sql} AND t.search_vector @@ q.tsq_any LIMIT {FTS_SCAN_CAP})
+            UNION ALL
+            (SELECT t.id, t.search_vector AS sv FROM {table} t, q
+             WHERE {scope.sql} AND t.search_vector @@ q.tsq_all)
+        ) m ORDER BY m.id),
+    fts_terms AS (
+        SELECT DISTINCT lex, quote_literal(lex)::tsquery AS tq
+        FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s))) AS lex),
+    fts_hits AS (
+        SELECT p.id, x.lex, ts_rank(p.sv, x.tq, 1) AS tf FROM fts_pool p JOIN fts_terms x ON p.sv @@ x.tq),
+    fts_df AS (SELECT lex, count(*) AS df FROM fts_hits GROUP BY lex),
+    fts_size AS (SELECT count(*)::float8 AS n FROM fts_pool),
+    fts AS (
         SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score FROM (
-            SELECT DISTINCT ON (m.id) m.id, ts_rank_cd(m.sv, q.tsq_any, 1) AS score FROM (
-                (SELECT t.id, t.search_vector AS sv FROM {table} t, q
-                 WHERE {scope.sql} AND t.search_vector @@ q.tsq_any LIMIT {FTS_SCAN_CAP})
-                UNION ALL
-                (SELECT t.id, t.search_vector AS sv FROM {table} t, q
-                 WHERE {scope.sql} AND t.search_vector @@ q.tsq_all)
-            ) m, q ORDER BY m.id) ranked
-        ORDER BY score DESC, id LIMIT %(n)s"""  # noqa: S608
+            SELECT h.id, sum(h.tf * ln(1.0 + fts_size.n / fts_df.df)) AS score
+            FROM fts_hits h JOIN fts_df USING (lex) CROSS JOIN fts_size GROUP BY h.id) scored
+        ORDER BY score DESC, id LIMIT %(n)s)"""  # noqa: S608
 
 
 def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool) -> str:
@@ -98,7 +113,7 @@ def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool
     WITH q AS (SELECT {tsq_all} AS tsq_all,
                       replace({tsq_all}::text, ' & ', ' | ')::tsquery AS tsq_any),
     vec AS ({_vec_cte(table, scope) if use_vec else _EMPTY_VEC}),
-    fts AS ({_fts_cte(table, scope) if use_fts else _EMPTY_FTS}),
+    {_fts_ctes(table, scope) if use_fts else f"fts AS ({_EMPTY_FTS})"},
     fused AS (
         SELECT COALESCE(vec.id, fts.id) AS fused_id, vec.rnk AS vec_rank, vec.dist AS vec_distance,
                fts.rnk AS fts_rank, fts.score AS fts_score,
