@@ -24,7 +24,7 @@ Mode = Literal["hybrid", "fts", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "fts", "vector")
 # Full-text matches ranked per query are capped so a query made of common words stays fast at 1M rows;
 # rows matching every term are always ranked (see the `fts` CTE).
-FTS_SCAN_CAP = 4000
+FTS_SCAN_CAP = 1000
 
 
 @dataclass(frozen=True)
