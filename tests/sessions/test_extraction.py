@@ -151,13 +151,18 @@ def test_llm_mine_reads_fenced_json_and_charges_the_quota(tenant_a: Tenant, capl
     assert KnowledgeItem.objects.filter(owner=tenant_a.user, type="recipe").count() == 1
 
 
-@pytest.mark.parametrize(("reply", "status"), [("I could not find anything useful, sorry.", 200), ("", 429)])
-def test_malformed_reply_or_rate_limit_falls_back_to_heuristics(
-    tenant_a: Tenant, reply: str, status: int, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(("reply", "status", "delay"), [
+    ("I could not find anything useful, sorry.", 200, 0.0),  # malformed: no JSON at all
+    ("", 429, 0.0),                                           # rate limited on every attempt
+    (FENCED, 200, 1.0),                                       # answers after the 0.3 s timeout
+])
+def test_malformed_reply_rate_limit_or_timeout_falls_back_to_heuristics(
+    tenant_a: Tenant, reply: str, status: int, delay: float, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with fake_llm_server(FakeLlm(reply=reply, status=status)) as fake, override_settings(BRAIN_LLM=_llm(
-        model="claude-3-5-haiku-latest", anthropic_api_key="ak", anthropic_base_url=fake.url,
-    )):
+    with fake_llm_server(FakeLlm(reply=reply, status=status, delay_s=delay)) as fake, override_settings(
+        BRAIN_LLM=_llm(model="claude-3-5-haiku-latest", anthropic_api_key="ak", anthropic_base_url=fake.url,
+                       timeout_s=0.3),
+    ):
         session = closed_session(user=tenant_a.user, project=tenant_a.project,
                                  events=[("user_correction", CORRECTION, {})])
         with caplog.at_level(logging.INFO):
