@@ -3,9 +3,10 @@ over real HTTP /mcp, N concurrent clients, against a knowledge table of a given 
 
 Knowledge rows come from real rule files (awesome_cursorrules.jsonl) loaded with COPY the same way as
 `brain bench retrieval-scale` (one embedding per distinct rule, noisy copies), then the HNSW and GIN
-indexes are built. A WSGI server with a fixed pool of N worker threads in this process serves /mcp; each client thread opens its
-own MCP session (handshake era) with the bench user's token and repeats: start a session with a prompt
-cut from a real rule -> report the outcome with the injected ids and one learning. The bench user and
+indexes are built. A WSGI server with a fixed pool of N worker threads in this process serves /mcp;
+each client thread opens its own MCP session (handshake era) with the bench user's token and repeats:
+start a session with a prompt cut from a real rule -> report the outcome with the injected ids and one
+learning. The bench user and
 everything it owns are deleted at the end.
 """
 
@@ -192,6 +193,20 @@ def _summary(times: list[float]) -> dict[str, Any]:
             "mean": round(statistics.fmean(times), 1) if times else None}
 
 
+def _close_worker_connections(pool: ThreadPoolExecutor, workers: int) -> None:
+    """Closes each worker thread's database connection: one task per thread, held apart by a barrier."""
+    from django.db import connections
+
+    barrier = threading.Barrier(workers)
+
+    def close() -> None:
+        connections.close_all()
+        barrier.wait(timeout=30)
+
+    for future in [pool.submit(close) for _ in range(workers)]:
+        future.result()
+
+
 def _drive(args: argparse.Namespace, raw: str, rules: list[str]) -> tuple[dict[str, Any], float]:
     from django.core.handlers.wsgi import WSGIHandler
 
@@ -216,6 +231,7 @@ def _drive(args: argparse.Namespace, raw: str, rules: list[str]) -> tuple[dict[s
         thread.join()
     wall = time.perf_counter() - start
     server.shutdown()
+    _close_worker_connections(server.pool, args.clients)
     server.pool.shutdown(wait=True)
     result = {"brain_start_session": _summary(out["start"]), "brain_report_session_outcome": _summary(out["report"]),
               **stats}
@@ -232,15 +248,16 @@ def run(args: argparse.Namespace) -> int:
     rules = rules_of(args.corpus)
     random.Random(args.seed).shuffle(rules)
     rules = rules[: max(1, args.rules)]
-    logging.disable(logging.INFO)  # one op= line per call would drown the figures
     user = user_create(email=f"tools-{uuid.uuid4().hex[:10]}@bench.invalid")
     project, _ = project_ensure_named(user=user, name="tools bench")
     _, raw = token_create(user=user, label="bench")
+    logging.disable(logging.INFO)  # one op= line per call would drown the figures
     try:
         setup = _load_rows(user, project, rules, args.items, args.seed)
         print(f"loaded {args.items} knowledge rows {setup}", file=sys.stderr)
         latency, wall = _drive(args, raw, rules)
     finally:
+        logging.disable(logging.NOTSET)
         user.delete()
         _restore_indexes()
     pairs = args.clients * args.rounds

@@ -1,0 +1,25 @@
+"""`brain bench tools` at toy size: it loads rows, drives real MCP clients, prints figures and cleans up."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from bench import tools
+from knowledge.models import KnowledgeItem
+from projects.models import User
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    tools.configure(parser)
+    args = parser.parse_args(["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json"])
+    assert tools.run(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["brain_start_session"]["n"] == 4 == report["brain_report_session_outcome"]["n"]
+    assert report["starts_with_injection"] == 4
+    assert not User.objects.filter(email__endswith="@bench.invalid").exists()
+    assert not KnowledgeItem.objects.exists()
