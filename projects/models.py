@@ -160,3 +160,37 @@ class LoginThrottle(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.failures} failures"
+
+
+class AuditAction(models.TextChoices):
+    TOKEN_MINTED = "token.minted", "Token minted"
+    TOKEN_REVOKED = "token.revoked", "Token revoked"
+    MEMBER_ADDED = "member.added", "Member added"
+    MEMBER_REMOVED = "member.removed", "Member removed"
+    PROJECT_CREATED = "project.created", "Project created"
+    KNOWLEDGE_DELETED = "knowledge.deleted", "Knowledge deleted"
+    KNOWLEDGE_RESTORED = "knowledge.restored", "Knowledge restored"
+    KNOWLEDGE_SUPERSEDED = "knowledge.superseded", "Knowledge superseded"
+    PROPOSAL_APPROVED = "proposal.approved", "Proposal approved"
+
+
+class AuditEvent(models.Model):
+    """A security-relevant action, written by the service that did it; append-only (no update path).
+
+    `org` is where owners read it: the project's org, or the actor's personal org for personal rows."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    org = models.ForeignKey(Org, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events")
+    actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_email = models.EmailField(max_length=254, blank=True, help_text="kept when the user is deleted")
+    action = models.CharField(max_length=40, choices=AuditAction.choices)
+    target = models.CharField(max_length=200, blank=True, help_text="kind:id of what was acted on")
+    summary = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["org", "-created_at"], name="audit_org_created")]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_email or 'system'}"

@@ -13,7 +13,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
-from projects.models import ApiToken, Membership, Org, Project, User
+from projects.audit import audit_record
+from projects.models import ApiToken, AuditAction, Membership, Org, Project, User
 from projects.scope import Principal
 from projects.selectors import project_in_org_by_name, token_digest
 
@@ -85,6 +86,8 @@ def project_ensure_named(
                 org=org, created_by=user, name=name, slug=_unique_slug(name, taken),
                 framework=framework, language=language,
             )
+            audit_record(actor=user, action=AuditAction.PROJECT_CREATED, project=project,
+                         target=f"project:{project.id}", summary=name)
             return project, True
     except IntegrityError:
         # Another request created it between our lookup and insert: return theirs.
@@ -131,6 +134,8 @@ def token_create(
         user=user, project=project, label=label.strip()[:120], prefix=f"{TOKEN_PREFIX}{public}",
         digest=token_digest(raw), expires_at=expires_at,
     )
+    audit_record(actor=user, action=AuditAction.TOKEN_MINTED, project=project, target=f"token:{token.prefix}",
+                 summary=token.label)
     return token, raw
 
 
@@ -143,6 +148,8 @@ def token_revoke(*, user: User, token_id: uuid.UUID | str) -> ApiToken:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at", "updated_at"])
+        audit_record(actor=user, action=AuditAction.TOKEN_REVOKED, project=token.project,
+                     target=f"token:{token.prefix}", summary=token.label)
     return token
 
 

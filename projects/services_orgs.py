@@ -13,7 +13,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
-from projects.models import Invitation, Membership, Org, User
+from projects.audit import audit_record
+from projects.models import AuditAction, Invitation, Membership, Org, User
 from projects.selectors import token_digest
 
 INVITATION_TTL = timedelta(days=7)
@@ -83,6 +84,8 @@ def invitation_accept(*, user: User, raw: str) -> Membership:
         membership = Membership.objects.get(org=invitation.org, user=user)
     invitation.accepted_at, invitation.accepted_by = timezone.now(), user
     invitation.save(update_fields=["accepted_at", "accepted_by", "updated_at"])
+    audit_record(actor=user, action=AuditAction.MEMBER_ADDED, org=invitation.org, target=f"user:{user.email}",
+                 summary=f"joined as {membership.role}")
     return membership
 
 
@@ -130,4 +133,5 @@ def membership_remove(*, user: User, org: Org, membership_id: uuid.UUID | str) -
     if membership.role == Membership.Role.OWNER and _owners_left_after(org, membership) == 0:
         raise ValidationFailed("an org needs at least one owner; make someone else owner first")
     membership.delete()
+    audit_record(actor=user, action=AuditAction.MEMBER_REMOVED, org=org, target=f"user:{membership.user.email}")
     return membership
