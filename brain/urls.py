@@ -10,6 +10,7 @@ urlpatterns = [
     # Apps are included by dotted path: brain imports no app (see tests/brain/test_import_direction.py).
     path("api/v1/", include("projects.api.urls")),
     path("mcp", include("mcpgw.urls")),
+    path("dashboard/", include("dashboard.urls")),
     path("", include("projects.urls")),
 ]
 

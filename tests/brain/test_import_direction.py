@@ -1,11 +1,11 @@
-"""Apps import one way only: brain <- projects <- knowledge <- sessions <- mcpgw."""
+"""Apps import one way only: brain <- projects <- knowledge <- sessions <- mcpgw <- dashboard."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-ORDER = ["brain", "projects", "knowledge", "sessions", "mcpgw"]
+ORDER = ["brain", "projects", "knowledge", "sessions", "mcpgw", "dashboard"]
 ROOT = Path(__file__).resolve().parents[2]
 
 

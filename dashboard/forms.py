@@ -1,0 +1,82 @@
+"""Dashboard forms: they parse and validate input; the services decide."""
+
+from __future__ import annotations
+
+from django import forms
+
+from knowledge.models import KnowledgeType
+from knowledge.services_teach import TEACHABLE
+
+TYPE_CHOICES = [("", "any type"), *KnowledgeType.choices]
+STATE_CHOICES = [("live", "live"), ("superseded", "superseded"), ("deleted", "deleted"), ("all", "all")]
+DECAY_CHOICES = [("", "any"), ("live", "fresh (≥ 0.5)"), ("fading", "fading"), ("decayed", "decayed out")]
+TEXT = {"rows": 3, "cols": 60}
+
+
+class KnowledgeSearchForm(forms.Form):
+    q = forms.CharField(label="Search", required=False, max_length=500,
+                        help_text="Ranked by the retrieval engine; each hit says why it ranks.")
+    type = forms.ChoiceField(choices=TYPE_CHOICES, required=False)
+    tag = forms.CharField(required=False, max_length=120)
+    min_confidence = forms.FloatField(label="Confidence at least", required=False, min_value=0, max_value=1)
+    decay = forms.ChoiceField(choices=DECAY_CHOICES, required=False)
+    source = forms.CharField(required=False, max_length=40)
+    state = forms.ChoiceField(choices=STATE_CHOICES, required=False)
+
+
+def _tags(value: str) -> list[str]:
+    return [t.strip() for t in value.split(",") if t.strip()]
+
+
+class TeachForm(forms.Form):
+    rule = forms.CharField(widget=forms.Textarea(attrs=TEXT), max_length=4000)
+    type = forms.ChoiceField(choices=[(t, t.replace("_", " ")) for t in TEACHABLE], initial="heuristic")
+    trigger = forms.CharField(required=False, max_length=1000, help_text="When does this apply?")
+    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs=TEXT), max_length=4000)
+    tags = forms.CharField(required=False, help_text="Comma-separated. Action items need action-item and for:<email>.")
+
+    def tag_list(self) -> list[str]:
+        return _tags(self.cleaned_data["tags"])
+
+
+class EditForm(forms.Form):
+    content = forms.CharField(label="Rule", widget=forms.Textarea(attrs=TEXT), max_length=4000)
+    trigger = forms.CharField(required=False, max_length=1000)
+    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs=TEXT), max_length=4000)
+    type = forms.ChoiceField(choices=KnowledgeType.choices)
+    tags = forms.CharField(required=False, help_text="Comma-separated.")
+    confidence = forms.FloatField(min_value=0, max_value=1)
+
+    def tag_list(self) -> list[str]:
+        return _tags(self.cleaned_data["tags"])
+
+
+class SupersedeForm(forms.Form):
+    content = forms.CharField(label="New rule", widget=forms.Textarea(attrs=TEXT), max_length=4000,
+                              help_text="Replaces this row; the old one stays in the chain, out of retrieval.")
+    trigger = forms.CharField(required=False, max_length=1000)
+    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs=TEXT), max_length=4000)
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "cols": 60}), max_length=2000,
+                             help_text="Why not? It is kept with the proposal.")
+
+
+class OracleForm(forms.Form):
+    question = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "cols": 60}), min_length=3, max_length=2000)
+
+
+class PeerCardForm(forms.Form):
+    facts = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 10, "cols": 60}),
+        help_text="One fact per line as key: value (e.g. editor: neovim). An empty value removes the fact.",
+    )
+
+    def fact_dict(self) -> dict[str, str]:
+        facts: dict[str, str] = {}
+        for line in self.cleaned_data["facts"].splitlines():
+            if ":" in line:
+                key, value = line.split(":", 1)
+                facts[key.strip()] = value.strip()
+        return facts

@@ -1,0 +1,116 @@
+"""Review and steering: autoskill proposals, contradictions, action items, the peer card, the oracle,
+and the audit log for org owners."""
+
+from __future__ import annotations
+
+import difflib
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from brain.errors import BrainError
+from dashboard.common import page_context, principal_of, project_of
+from dashboard.forms import OracleForm, PeerCardForm, RejectForm
+from knowledge.models import Proposal, ProposalKind
+from knowledge.proposals import proposal_approve, proposal_reject
+from knowledge.selectors_dashboard import action_items, assignee, contradictions_open, peer_card_facts, proposals_for
+from knowledge.services_peer import peer_card_set
+from projects.audit import AUDIT_PAGE, audit_for_owner
+from projects.models import User
+from sessions.selectors_oracle import oracle_ask
+
+
+def proposal_patch(proposal: Proposal) -> str:
+    """What approving changes, as a unified diff (a skill patch appends; a new row starts from nothing)."""
+    before = proposal.target.content.splitlines() if proposal.kind == ProposalKind.SKILL_PATCH and proposal.target \
+        else []
+    after = [*before, f"- {proposal.content.strip()}"] if before else proposal.content.splitlines()
+    name = "skill" if before else f"new {proposal.type}"
+    return "\n".join(difflib.unified_diff(before, after, f"{name} (now)", f"{name} (approved)", lineterm=""))
+
+
+@login_required
+def review(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    principal = principal_of(request)
+    proposals = proposals_for(principal=principal, project=project)
+    context = page_context(
+        request, project, "review", proposals=[(p, proposal_patch(p)) for p in proposals],
+        contradictions=contradictions_open(principal=principal, project=project), reject_form=RejectForm(),
+        decided=proposals_for(principal=principal, project=project, status="approved")[:10],
+    )
+    return render(request, "dashboard/review.html", context)
+
+
+@login_required
+@require_POST
+def proposal_decide(request: HttpRequest, project_id: uuid.UUID, proposal_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    assert isinstance(request.user, User)
+    try:
+        if request.POST.get("decision") == "approve":
+            proposal_approve(user=request.user, proposal_id=proposal_id)
+            messages.success(request, "Approved: the rule is live and searchable.")
+        else:
+            form = RejectForm(request.POST)
+            reason = form.cleaned_data["reason"] if form.is_valid() else ""
+            proposal_reject(user=request.user, proposal_id=proposal_id, reason=reason)
+            messages.success(request, "Rejected; the reason is kept with the proposal.")
+    except BrainError as exc:
+        messages.error(request, exc.message)
+    return redirect("dash_review", project_id=project.id)
+
+
+@login_required
+def actions(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    state = "resolved" if request.GET.get("state") == "resolved" else "open"
+    rows = action_items(principal=principal_of(request), project=project, state=state)
+    context = page_context(request, project, "actions", state=state,
+                           rows=[(r, assignee(r), "blocker" in r.tags) for r in rows])
+    return render(request, "dashboard/actions.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def oracle(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    form = OracleForm(request.POST or None)
+    answer = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            answer = oracle_ask(principal=principal_of(request), question=form.cleaned_data["question"],
+                                project_id=str(project.id))
+        except BrainError as exc:
+            form.add_error(None, exc.message)
+    return render(request, "dashboard/oracle.html", page_context(request, project, "oracle", form=form,
+                                                                  answer=answer))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def peer_card(request: HttpRequest) -> HttpResponse:
+    assert isinstance(request.user, User)
+    facts = peer_card_facts(principal=principal_of(request))
+    initial = "\n".join(f"{k}: {v}" for k, v in facts.items())
+    form = PeerCardForm(request.POST or None, initial={"facts": initial})
+    if request.method == "POST" and form.is_valid():
+        try:
+            peer_card_set(user=request.user, facts=form.fact_dict())
+        except BrainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, "Peer card saved; it overrides anything learned.")
+            return redirect("dash_peer_card")
+    return render(request, "dashboard/peer_card.html", {"form": form})
+
+
+@login_required
+def audit_log(request: HttpRequest) -> HttpResponse:
+    assert isinstance(request.user, User)
+    events = list(audit_for_owner(user=request.user)[:AUDIT_PAGE])
+    return render(request, "dashboard/audit.html", {"events": events})

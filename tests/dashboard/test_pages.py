@@ -1,0 +1,180 @@
+"""Dashboard pages with two tenants: everything renders for its owner, nothing leaks to the other."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from knowledge.models import KnowledgeItem, ProposalStatus
+from projects.models import AuditEvent
+from tests.conftest import Tenant
+from tests.dashboard.world import World, build_world
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world_a(tenant_a: Tenant) -> World:
+    return build_world(tenant_a, "alphaword")
+
+
+@pytest.fixture
+def world_b(tenant_b: Tenant) -> World:
+    return build_world(tenant_b, "bravoword")
+
+
+def _login(client: Client, tenant: Tenant) -> Client:
+    client.force_login(tenant.user)
+    return client
+
+
+def _pages(t: Tenant, w: World) -> dict[str, str]:
+    p = t.project.id
+    return {
+        "overview": reverse("dash_overview", args=[p]),
+        "knowledge": reverse("dash_knowledge", args=[p]),
+        "search": reverse("dash_knowledge", args=[p]) + "?q=release+step+migrations",
+        "detail": reverse("dash_knowledge_detail", args=[p, w.rule.id]),
+        "old": reverse("dash_knowledge_detail", args=[p, w.old.id]),
+        "teach": reverse("dash_knowledge_teach", args=[p]),
+        "sessions": reverse("dash_sessions", args=[p]),
+        "session": reverse("dash_session", args=[p, w.session.id]),
+        "review": reverse("dash_review", args=[p]),
+        "actions": reverse("dash_actions", args=[p]),
+        "oracle": reverse("dash_oracle", args=[p]),
+    }
+
+
+def test_every_page_renders_its_owners_data(client: Client, tenant_a: Tenant, world_a: World,
+                                            world_b: World) -> None:
+    _login(client, tenant_a)
+    expected = {
+        "overview": "<svg", "knowledge": "alphaword migrations run in a release step", "search": "Why it ranks",
+        "detail": "alphaword migrations run before deploy", "old": "(superseded)", "teach": "Teach a rule",
+        "sessions": "alphaword deploy the release", "session": "alphaword no, use the release step",
+        "review": "alphaword always tag releases", "actions": "Blocker:", "oracle": "Ask your brain",
+    }
+    for name, url in _pages(tenant_a, world_a).items():
+        response = client.get(url)
+        body = response.content.decode()
+        assert response.status_code == 200, name
+        assert expected[name] in body, name
+        assert "bravoword" not in body, name
+    for url in (reverse("dash_peer_card"), reverse("dash_audit")):
+        assert client.get(url).status_code == 200
+
+
+def test_the_other_tenant_gets_404_on_every_page_of_the_first(client: Client, tenant_a: Tenant, tenant_b: Tenant,
+                                                               world_a: World, world_b: World) -> None:
+    _login(client, tenant_b)
+    for name, url in _pages(tenant_a, world_a).items():
+        assert client.get(url).status_code == 404, name
+    # The first tenant's rows under the second tenant's own project id: still 404.
+    pb = tenant_b.project.id
+    for url in (reverse("dash_knowledge_detail", args=[pb, world_a.rule.id]),
+                reverse("dash_session", args=[pb, world_a.session.id])):
+        assert client.get(url).status_code == 404
+    for name, url in _pages(tenant_b, world_b).items():
+        body = client.get(url).content.decode()
+        assert "alphaword" not in body, name
+    for url in (reverse("dash_audit"), reverse("dash_peer_card"), reverse("dash_switch") + f"?project={pb}"):
+        assert "alphaword" not in client.get(url, follow=True).content.decode()
+
+
+def test_writes_on_the_first_tenants_rows_are_404_and_change_nothing(
+    client: Client, tenant_a: Tenant, tenant_b: Tenant, world_a: World,
+) -> None:
+    _login(client, tenant_b)
+    pa, pb, rid = tenant_a.project.id, tenant_b.project.id, world_a.rule.id
+    for project in (pa, pb):
+        assert client.post(reverse("dash_knowledge_delete", args=[project, rid])).status_code == 404
+        assert client.post(reverse("dash_knowledge_supersede", args=[project, rid]),
+                           {"content": "hijacked rule"}).status_code == 404
+    client.post(reverse("dash_proposal_decide", args=[pb, world_a.proposal.id]), {"decision": "approve"})
+    world_a.rule.refresh_from_db()
+    world_a.proposal.refresh_from_db()
+    assert world_a.rule.deleted_at is None and world_a.rule.superseded_by_id is None
+    assert world_a.proposal.status == ProposalStatus.PENDING
+    assert client.get(reverse("dash_switch") + f"?project={pa}").status_code == 404
+
+
+def test_anonymous_visitors_are_sent_to_sign_in(client: Client, tenant_a: Tenant) -> None:
+    response = client.get(reverse("dash_overview", args=[tenant_a.project.id]))
+    assert response.status_code == 302 and "/accounts/login" in response["Location"]
+
+
+def test_home_redirects_to_the_first_project(client: Client, tenant_a: Tenant) -> None:
+    _login(client, tenant_a)
+    response = client.get(reverse("dash_home"))
+    assert response["Location"] == reverse("dash_overview", args=[tenant_a.project.id])
+
+
+def test_teach_edit_supersede_delete_restore_through_the_pages(client: Client, tenant_a: Tenant) -> None:
+    _login(client, tenant_a)
+    p = tenant_a.project.id
+    bad = client.post(reverse("dash_knowledge_teach", args=[p]), {"rule": "x", "type": "heuristic"})
+    assert bad.status_code == 400 and not KnowledgeItem.objects.filter(owner=tenant_a.user).exists()
+    response = client.post(reverse("dash_knowledge_teach", args=[p]),
+                           {"rule": "Pin the Node version in CI", "type": "heuristic", "tags": "ci, node"})
+    item = KnowledgeItem.objects.get(owner=tenant_a.user)
+    assert response["Location"] == reverse("dash_knowledge_detail", args=[p, item.id])
+    client.post(reverse("dash_knowledge_edit", args=[p, item.id]), {
+        "content": "Pin the Node version in CI (.nvmrc)", "trigger": "", "rationale": "", "type": "heuristic",
+        "tags": "ci", "confidence": "0.9"})
+    item.refresh_from_db()
+    assert (item.content, item.tags, item.confidence) == ("Pin the Node version in CI (.nvmrc)", ["ci"], 0.9)
+    client.post(reverse("dash_knowledge_supersede", args=[p, item.id]), {"content": "Pin Node with .nvmrc"})
+    item.refresh_from_db()
+    assert item.superseded_by is not None and item.superseded_by.content == "Pin Node with .nvmrc"
+    new = item.superseded_by
+    client.post(reverse("dash_knowledge_delete", args=[p, new.id]))
+    new.refresh_from_db()
+    assert new.deleted_at is not None
+    client.post(reverse("dash_knowledge_delete", args=[p, new.id]), {"restore": "1"})
+    new.refresh_from_db()
+    assert new.deleted_at is None
+    actions = list(AuditEvent.objects.filter(actor=tenant_a.user).values_list("action", flat=True))
+    assert {"knowledge.superseded", "knowledge.deleted", "knowledge.restored"} <= set(actions)
+
+
+def test_review_approve_and_reject_with_a_reason(client: Client, tenant_a: Tenant, world_a: World) -> None:
+    _login(client, tenant_a)
+    url = reverse("dash_proposal_decide", args=[tenant_a.project.id, world_a.proposal.id])
+    client.post(url, {"decision": "reject", "reason": ""})
+    world_a.proposal.refresh_from_db()
+    assert world_a.proposal.status == ProposalStatus.PENDING  # a reason is required
+    client.post(url, {"decision": "approve"})
+    world_a.proposal.refresh_from_db()
+    assert world_a.proposal.status == ProposalStatus.APPROVED
+    search = client.get(reverse("dash_knowledge", args=[tenant_a.project.id]) + "?q=always+tag+releases")
+    assert "alphaword always tag releases" in search.content.decode()
+
+
+def test_peer_card_oracle_and_audit(client: Client, tenant_a: Tenant, tenant_b: Tenant, world_a: World) -> None:
+    _login(client, tenant_a)
+    client.post(reverse("dash_peer_card"), {"facts": "editor: helixsecret\ntone: terse"})
+    assert "editor: helixsecret" in client.get(reverse("dash_peer_card")).content.decode()
+    answer = client.post(reverse("dash_oracle", args=[tenant_a.project.id]),
+                         {"question": "how do migrations run?"}).content.decode()
+    assert "alphaword migrations run in a release step" in answer and "groundedness" in answer
+    audit = client.get(reverse("dash_audit")).content.decode()
+    assert "Knowledge deleted" in audit and "Token minted" in audit
+    _login(client, tenant_b)
+    assert "helixsecret" not in client.get(reverse("dash_peer_card")).content.decode()
+
+
+@pytest.mark.parametrize("name", ["overview", "knowledge", "search", "sessions", "review", "actions"])
+def test_list_pages_cost_a_bounded_number_of_queries(
+    client: Client, tenant_a: Tenant, world_a: World, name: str, django_assert_max_num_queries: object,
+) -> None:
+    for i in range(12):  # more rows than the bound: a query per row would blow it
+        build_world_extra(tenant_a, i)
+    _login(client, tenant_a)
+    url = _pages(tenant_a, world_a)[name]
+    with django_assert_max_num_queries(20):  # type: ignore[operator]
+        assert client.get(url).status_code == 200
+
+
+def build_world_extra(tenant: Tenant, i: int) -> None:
+    build_world(tenant, f"extra{i}word", day=i + 2)
