@@ -18,7 +18,7 @@ from brain.logs import log_op
 from knowledge.models import KnowledgeItem, KnowledgeType
 from knowledge.services import KnowledgeDraft, embed_or_none, knowledge_create, knowledge_embedding_text
 from projects.audit import audit_record
-from projects.models import AuditAction, Membership
+from projects.models import AuditAction, Membership, User
 from projects.scope import Principal
 
 logger = logging.getLogger(__name__)
@@ -99,25 +99,26 @@ def knowledge_supersede(
     return new
 
 
-def knowledge_delete(*, principal: Principal, item_id: uuid.UUID | str) -> KnowledgeItem:
-    """Soft delete: the row leaves retrieval at once and can be restored."""
+def knowledge_delete(*, principal: Principal, item_id: uuid.UUID | str, actor: User | None = None) -> KnowledgeItem:
+    """Soft delete: the row leaves retrieval at once and can be restored. `actor` is who the audit log
+    names when it differs from the principal (staff acting in admin on the owner's behalf)."""
     with transaction.atomic():
         item = _editable(principal, item_id)
         if item.deleted_at is None:
             item.deleted_at = timezone.now()
             item.save(update_fields=["deleted_at", "updated_at"])
-            audit_record(actor=principal.user, action=AuditAction.KNOWLEDGE_DELETED, project=item.project,
+            audit_record(actor=actor or principal.user, action=AuditAction.KNOWLEDGE_DELETED, project=item.project,
                          target=f"knowledge:{item.id}", summary=item.content[:200])
     return item
 
 
-def knowledge_restore(*, principal: Principal, item_id: uuid.UUID | str) -> KnowledgeItem:
+def knowledge_restore(*, principal: Principal, item_id: uuid.UUID | str, actor: User | None = None) -> KnowledgeItem:
     """Undoes a soft delete."""
     with transaction.atomic():
         item = _editable(principal, item_id)
         if item.deleted_at is not None:
             item.deleted_at = None
             item.save(update_fields=["deleted_at", "updated_at"])
-            audit_record(actor=principal.user, action=AuditAction.KNOWLEDGE_RESTORED, project=item.project,
+            audit_record(actor=actor or principal.user, action=AuditAction.KNOWLEDGE_RESTORED, project=item.project,
                          target=f"knowledge:{item.id}", summary=item.content[:200])
     return item

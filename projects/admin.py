@@ -1,7 +1,10 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
-from projects.models import ApiToken, Invitation, LoginThrottle, Membership, Org, Project, User
+from projects.models import ApiToken, AuditEvent, Invitation, LoginThrottle, Membership, Org, Project, User
+from projects.services import token_revoke
 
 
 @admin.register(User)
@@ -46,7 +49,15 @@ class ApiTokenAdmin(admin.ModelAdmin):
     search_fields = ("prefix", "label", "user__email")
     list_filter = ("revoked_at",)
     raw_id_fields = ("user", "project")
-    readonly_fields = ("prefix", "digest", "last_used_at", "created_at")
+    readonly_fields = ("prefix", "digest", "last_used_at", "created_at", "revoked_at")
+    actions = ("revoke",)
+
+    @admin.action(description="Revoke (the next request with it fails)")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        tokens = list(queryset.filter(revoked_at__isnull=True).select_related("user"))
+        for token in tokens:
+            token_revoke(user=token.user, token_id=token.id)
+        messages.success(request, f"{len(tokens)} token(s) revoked.")
 
 
 @admin.register(Invitation)
@@ -63,3 +74,31 @@ class LoginThrottleAdmin(admin.ModelAdmin):
 
     list_display = ("key", "failures", "window_started_at", "locked_until")
     search_fields = ("key",)
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ("user", "org", "role", "created_at")
+    list_filter = ("role",)
+    search_fields = ("user__email", "org__name")
+    raw_id_fields = ("user", "org")
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """Append-only: staff read it, nobody edits or deletes it here."""
+
+    list_display = ("created_at", "action", "actor_email", "org", "target", "summary")
+    list_filter = ("action",)
+    search_fields = ("actor_email", "target", "summary", "org__name")
+    raw_id_fields = ("org", "actor")
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -1,0 +1,107 @@
+"""Staff admin over knowledge. Actions go through the services; embeddings and search vectors stay hidden."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from brain.errors import BrainError
+from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, LlmUsage, PeerCard, Proposal
+from knowledge.proposals import proposal_approve
+from knowledge.services_curate import knowledge_delete, knowledge_restore
+from projects.models import User
+from projects.scope import Principal
+
+HIDDEN = ("embedding", "search_vector")
+
+
+def _staff(request: HttpRequest) -> User:
+    assert isinstance(request.user, User)
+    return request.user
+
+
+@admin.register(KnowledgeItem)
+class KnowledgeItemAdmin(admin.ModelAdmin):
+    list_display = ("short", "type", "owner", "project", "confidence", "decay_score", "source", "deleted_at",
+                    "created_at")
+    list_filter = ("type", "source", "stage", ("deleted_at", admin.EmptyFieldListFilter),
+                   ("superseded_by", admin.EmptyFieldListFilter))
+    search_fields = ("content", "trigger", "owner__email", "project__name", "=id")
+    raw_id_fields = ("owner", "project", "superseded_by")
+    exclude = HIDDEN
+    readonly_fields = ("embedding_model", "success_count", "failure_count", "last_used_at", "deleted_at")
+    list_select_related = ("owner", "project")
+    actions = ("soft_delete", "restore")
+
+    @admin.display(description="rule")
+    def short(self, obj: KnowledgeItem) -> str:
+        return obj.content[:80]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeItem]:
+        return super().get_queryset(request).defer(*HIDDEN)
+
+    @admin.action(description="Soft-delete (restorable; leaves retrieval at once)")
+    def soft_delete(self, request: HttpRequest, queryset: QuerySet[KnowledgeItem]) -> None:
+        for item in queryset.select_related("owner"):
+            knowledge_delete(principal=Principal(user=item.owner), item_id=item.id, actor=_staff(request))
+        messages.success(request, f"{queryset.count()} row(s) deleted.")
+
+    @admin.action(description="Restore deleted rows")
+    def restore(self, request: HttpRequest, queryset: QuerySet[KnowledgeItem]) -> None:
+        for item in queryset.select_related("owner"):
+            knowledge_restore(principal=Principal(user=item.owner), item_id=item.id, actor=_staff(request))
+        messages.success(request, f"{queryset.count()} row(s) restored.")
+
+
+@admin.register(Proposal)
+class ProposalAdmin(admin.ModelAdmin):
+    list_display = ("content_short", "kind", "status", "score", "owner", "project", "created_at")
+    list_filter = ("status", "kind", "type")
+    search_fields = ("content", "owner__email", "=session_id")
+    raw_id_fields = ("owner", "project", "target", "applied_item")
+    readonly_fields = ("session_id", "target_key", "signals", "decided_at", "applied_item")
+    actions = ("approve",)
+
+    @admin.display(description="content")
+    def content_short(self, obj: Proposal) -> str:
+        return obj.content[:80]
+
+    @admin.action(description="Approve for its owner (applies it)")
+    def approve(self, request: HttpRequest, queryset: QuerySet[Proposal]) -> None:
+        for proposal in queryset.select_related("owner"):
+            try:
+                proposal_approve(user=proposal.owner, proposal_id=proposal.id)
+            except BrainError as exc:
+                messages.error(request, exc.message)
+
+
+@admin.register(Contradiction)
+class ContradictionAdmin(admin.ModelAdmin):
+    list_display = ("id", "owner", "project", "similarity", "reason", "detected_on", "resolved_at")
+    list_filter = ("reason", ("resolved_at", admin.EmptyFieldListFilter))
+    search_fields = ("owner__email", "first__content", "second__content")
+    raw_id_fields = ("owner", "project", "first", "second")
+
+
+@admin.register(HealthSnapshot)
+class HealthSnapshotAdmin(admin.ModelAdmin):
+    list_display = ("as_of", "owner", "project", "active", "used_last_30_days", "average_confidence", "contradictions")
+    list_filter = ("as_of",)
+    search_fields = ("owner__email", "project__name")
+    raw_id_fields = ("owner", "project")
+
+
+@admin.register(PeerCard)
+class PeerCardAdmin(admin.ModelAdmin):
+    list_display = ("user", "updated_at")
+    search_fields = ("user__email",)
+    raw_id_fields = ("user",)
+
+
+@admin.register(LlmUsage)
+class LlmUsageAdmin(admin.ModelAdmin):
+    list_display = ("user", "day", "count")
+    list_filter = ("day",)
+    search_fields = ("user__email",)
+    raw_id_fields = ("user",)
