@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import signal
 import statistics
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -24,6 +28,8 @@ _DIRECTIVE = re.compile(r"^\s*[-*]\s+(.*\b(always|never|use|don'?t|do not|prefer
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--worker", action="store_true",
+                        help="also run the jobs through the broker with a real worker (2 processes) and time them")
 
 
 def scripted_sessions(path: Path, count: int) -> list[dict[str, Any]]:
@@ -38,21 +44,27 @@ def scripted_sessions(path: Path, count: int) -> list[dict[str, Any]]:
     return scripted
 
 
-def _measure(user: Any, project: Any, scripted: list[dict[str, Any]]) -> dict[str, Any]:
+def _closed(user: Any, project: Any, script: dict[str, Any]) -> Any:
     from django.utils import timezone
 
-    from sessions.extraction import extract_session
     from sessions.models import Session
     from sessions.services import EventDraft, session_events_log_many, session_start
 
+    session = session_start(user=user, project=project, prompt=script["prompt"])
+    drafts = [EventDraft("user_correction", text) for text in script["corrections"]]
+    if drafts:
+        session_events_log_many(session=session, drafts=drafts)
+    Session.objects.filter(id=session.id).update(ended_at=timezone.now(), success=True)
+    session.refresh_from_db()
+    return session
+
+
+def _measure(user: Any, project: Any, scripted: list[dict[str, Any]]) -> dict[str, Any]:
+    from sessions.extraction import extract_session
+
     yielded, created, merged, durations = 0, 0, 0, []
     for script in scripted:
-        session = session_start(user=user, project=project, prompt=script["prompt"])
-        drafts = [EventDraft("user_correction", text) for text in script["corrections"]]
-        if drafts:
-            session_events_log_many(session=session, drafts=drafts)
-        Session.objects.filter(id=session.id).update(ended_at=timezone.now(), success=True)
-        session.refresh_from_db()
+        session = _closed(user, project, script)
         started = time.perf_counter()
         result = extract_session(session, None)
         durations.append(time.perf_counter() - started)
@@ -62,6 +74,46 @@ def _measure(user: Any, project: Any, scripted: list[dict[str, Any]]) -> dict[st
             "duplicatesMerged": merged, "extractP50Ms": round(statistics.median(durations) * 1000, 1),
             "extractP95Ms": round(statistics.quantiles(durations, n=20)[-1] * 1000, 1),
             "sessionsPerSecondPerWorker": round(len(durations) / sum(durations), 2)}
+
+
+def _wait_done(session_ids: list[Any]) -> None:
+    from sessions.models import JobStatus, SessionJob
+
+    pending = SessionJob.objects.filter(session_id__in=session_ids).exclude(
+        status__in=(JobStatus.DONE, JobStatus.FAILED))
+    while pending.exists() or SessionJob.objects.filter(session_id__in=session_ids).count() < 2 * len(session_ids):
+        time.sleep(0.1)
+
+
+def _through_worker(user: Any, project: Any, scripted: list[dict[str, Any]]) -> dict[str, Any]:
+    """Extract + autoskill of every session through the broker and one worker (prefork, 2 processes)."""
+    from django.db import transaction
+
+    from sessions.jobs import session_jobs_schedule
+
+    argv = [sys.executable, "-m", "celery", "-A", "brain", "worker", "--concurrency", "2", "--loglevel", "WARNING"]
+    worker = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        warm = _closed(user, project, scripted[0])
+        with transaction.atomic():
+            session_jobs_schedule(session=warm)
+        _wait_done([warm.id])  # worker up, embedder loaded
+        sessions = [_closed(user, project, script) for script in scripted]
+        started = time.perf_counter()
+        for session in sessions:
+            with transaction.atomic():
+                session_jobs_schedule(session=session)
+        _wait_done([s.id for s in sessions])
+        elapsed = time.perf_counter() - started
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(timeout=15)
+        except subprocess.TimeoutExpired:  # a warm shutdown can hang on the filesystem transport
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+    return {"workerJobs": 2 * len(sessions), "workerSeconds": round(elapsed, 2),
+            "workerJobsPerSecond": round(2 * len(sessions) / elapsed, 2)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +127,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         project, _ = project_ensure_named(user=user, name="bench jobs")
         figures = {"mode": configured_model(), **_measure(user, project, scripted)}
+        if args.worker:
+            from django.conf import settings
+
+            figures.update(broker=settings.CELERY_BROKER_URL.split("://")[0],
+                           **_through_worker(user, project, scripted))
     finally:
         user.delete()  # cascades to its org, project, sessions and knowledge
     print(json.dumps(figures, indent=2))
