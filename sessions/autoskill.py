@@ -29,7 +29,10 @@ logger = logging.getLogger(__name__)
 EXPLICIT, REPEATED, SINGLE, APPROVAL = 5, 3, 2, 1
 MIN_SCORE = 3
 SKILL_MATCH_SIMILARITY = 0.6
-APPROVAL_EVENTS = ("approval", "user_approval")
+# What brain_log_event accepts: an accepted file or an applied rule approves; a rejected rule is an
+# implicit correction (its text is the reason given).
+APPROVAL_EVENTS = ("approval", "file_accepted", "knowledge_applied")
+IMPLICIT_EVENTS = ("knowledge_rejected",)
 _NEGATIVE = re.compile(r"\b(never|don'?t|do not|avoid|stop)\b", re.IGNORECASE)
 _POLARITY_WORDS = re.compile(r"\b(always|never|don'?t|do not|avoid|stop|please|we use)\b", re.IGNORECASE)
 _WORDS = re.compile(r"[a-z0-9_./-]+")
@@ -51,7 +54,7 @@ def _key(text: str) -> str:
 
 def _signal_text(event: SessionEvent) -> str:
     if event.event_type in REJECTED_EVENTS:
-        path = str(event.payload.get("path") or event.content).strip()
+        path = str(event.payload.get("path") or event.payload.get("file") or event.content).strip()
         return f"Do not change {path} without asking first" if path else ""
     return " ".join((event.content or str(event.payload.get("text") or "")).split())
 
@@ -59,7 +62,7 @@ def _signal_text(event: SessionEvent) -> str:
 def _collect(events: Sequence[SessionEvent]) -> dict[str, dict[bool, Candidate]]:
     groups: dict[str, dict[bool, Candidate]] = {}
     for order, event in enumerate(events):
-        kinds = (*CORRECTION_EVENTS, *REJECTED_EVENTS, *APPROVAL_EVENTS)
+        kinds = (*CORRECTION_EVENTS, *REJECTED_EVENTS, *IMPLICIT_EVENTS, *APPROVAL_EVENTS)
         text = _signal_text(event) if event.event_type in kinds else ""
         if len(text) < 10:
             continue

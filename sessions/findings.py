@@ -110,7 +110,8 @@ def _corrections(session: Session, events: Iterable[SessionEvent]) -> list[Findi
 
 def _rejected_paths(session: Session, events: Iterable[SessionEvent]) -> list[tuple[str, str]]:
     paths = [
-        (str(e.payload.get("path") or e.content).strip(), str(e.payload.get("reason") or "").strip())
+        (str(e.payload.get("path") or e.payload.get("file") or e.content).strip(),
+         str(e.payload.get("reason") or "").strip())
         for e in events if e.event_type in REJECTED_EVENTS
     ]
     outcome = session.outcome if isinstance(session.outcome, dict) else {}

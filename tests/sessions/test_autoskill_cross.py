@@ -40,12 +40,16 @@ def test_signals_are_scored_merged_and_conflicts_resolved(tenant_a: Tenant) -> N
         ("approval", "Keep the changelog entries short and dated", {}),                # approval 1: dropped
         ("approval", "Prefer httpx over requests for HTTP clients", {}),               # 1 vs explicit 5 below
         ("user_correction", "Never prefer httpx over requests for HTTP clients", {}),
+        ("knowledge_rejected", "Use pnpm rather than npm for installs", {"reason": "x"}),  # implicit 2 ...
+        ("knowledge_rejected", "use pnpm rather than npm for installs", {"reason": "x"}),  # ... repeated 3
+        ("file_accepted", "", {"file": "src/app.py"}),                                   # too short: no signal
     ])
     scored = {c.text: (c.score, c.negative) for c in score_candidates(list(session.events.all()))}
     assert scored == {
         "Always use black for formatting Python code": (5, False),
         "Do not change migrations/0007_auto.py without asking first": (5, True),
         "Never prefer httpx over requests for HTTP clients": (5, True),
+        "Use pnpm rather than npm for installs": (5, False),
     }
 
 
