@@ -115,7 +115,8 @@ def _rejected_paths(session: Session, events: Iterable[SessionEvent]) -> list[tu
         for e in events if e.event_type in REJECTED_EVENTS
     ]
     outcome = session.outcome if isinstance(session.outcome, dict) else {}
-    for path in outcome.get("filesRejected") or []:
+    listed = outcome.get("filesRejected")  # a list of paths when a client sends one (the close stores counts)
+    for path in listed if isinstance(listed, list) else []:
         if isinstance(path, str):
             paths.append((path.strip(), ""))
     return [(p, r) for p, r in dict(paths).items() if p]
