@@ -30,6 +30,7 @@ COMMANDS: list[tuple[tuple[str, ...], str, bool]] = [
     (("bench", "tools"), "bench.tools", True),
     (("bench", "retrieval"), "bench.retrieval", True),
     (("bench", "retrieval-scale"), "bench.scale", True),
+    (("bench", "dashboard"), "bench.dashboard", True),
     (("embeddings", "backfill"), "sessions.cli_embeddings", True),
     (("mcp", "stdio"), "mcpgw.stdio", False),
     (("bench", "mcp"), "bench.mcp_load", False),
