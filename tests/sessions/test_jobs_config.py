@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from celery.schedules import crontab
+from django.utils import timezone
 
 from brain.celery import app
 from brain.errors import ValidationFailed
 from knowledge.models import KnowledgeItem
 from knowledge.services import KnowledgeDraft, knowledge_create
 from sessions import cli_jobs
+from sessions.jobs import Claim, TransientJobError, session_job_run, session_jobs_requeue
+from sessions.models import JobStatus, Session, SessionJob
 from sessions.tasks import session_autoskill, session_extract
 from tests.conftest import Tenant
+from tests.support.closed_session import closed_session
 
 
 def test_beat_schedule_has_every_job_at_its_time() -> None:
@@ -60,3 +65,40 @@ def test_jobs_run_decay_by_hand(tenant_a: Tenant, tenant_b: Tenant, capsys: pyte
         cli_jobs.run(_args(job="evolution", as_of="yesterday"))
     with pytest.raises(ValidationFailed, match="--session"):
         cli_jobs.run(_args(job="extract"))
+
+
+@pytest.mark.django_db
+def test_a_failing_job_gives_its_claim_back_then_fails_on_the_last_attempt(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    session = closed_session(user=tenant_a.user, project=tenant_a.project)
+    other = closed_session(user=tenant_b.user, project=tenant_b.project)
+
+    def broken(_session: Session, _claim: Claim | None) -> int:
+        raise RuntimeError("provider exploded")
+
+    with pytest.raises(TransientJobError, match="provider exploded"):
+        session_job_run(session_id=str(session.id), name="extract", work=broken)
+    job = SessionJob.objects.get(session=session, name="extract")
+    assert (job.status, job.claim, job.attempts) == (JobStatus.PENDING, None, 1)
+    assert session_job_run(session_id=str(session.id), name="extract", work=broken, final=True) == "error"
+    job.refresh_from_db()
+    assert (job.status, job.outcome, job.attempts) == (JobStatus.FAILED, "error", 2)
+    assert session_job_run(session_id=str(uuid.uuid4()), name="extract", work=broken) == "skipped_session_gone"
+    assert not SessionJob.objects.filter(session=other).exists()
+
+
+@pytest.mark.django_db
+def test_requeue_sends_only_lost_jobs(tenant_a: Tenant) -> None:
+    now = timezone.now()
+    jobs = {}
+    for name in ("never_sent", "sent_long_ago", "sent_just_now", "dead_worker", "live_worker", "done"):
+        session = closed_session(user=tenant_a.user, project=tenant_a.project, prompt=name)
+        jobs[name] = SessionJob.objects.create(session=session, user=tenant_a.user, name="extract")
+    SessionJob.objects.filter(id=jobs["sent_long_ago"].id).update(enqueued_at=now - timedelta(minutes=5))
+    SessionJob.objects.filter(id=jobs["sent_just_now"].id).update(enqueued_at=now)
+    SessionJob.objects.filter(id=jobs["dead_worker"].id).update(status=JobStatus.RUNNING,
+                                                                 claimed_at=now - timedelta(minutes=11))
+    SessionJob.objects.filter(id=jobs["live_worker"].id).update(status=JobStatus.RUNNING, claimed_at=now)
+    SessionJob.objects.filter(id=jobs["done"].id).update(status=JobStatus.DONE)
+    assert session_jobs_requeue(now=now) == 3  # the filesystem broker of the test data dir takes them
+    resent = set(SessionJob.objects.filter(enqueued_at__gt=now).values_list("session__prompt", flat=True))
+    assert resent == {"never_sent", "sent_long_ago", "dead_worker"}
