@@ -12,7 +12,7 @@ import uuid
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Field as QField
-from ninja import Query, Router, Schema, Status
+from ninja import Query, Router, Status
 
 from brain.errors import ForbiddenProject, NotFound
 from knowledge.api_schemas import (
@@ -25,6 +25,7 @@ from knowledge.api_schemas import (
     SupersedeIn,
     TaughtOut,
     TeachIn,
+    TextQuery,
 )
 from knowledge.models import KnowledgeItem
 from knowledge.scoring import Weights
@@ -43,7 +44,7 @@ ERRORS = {400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: Error
 KNOWLEDGE_KEYS = ("-created_at", "-id")
 
 
-class KnowledgeFilters(Schema):
+class KnowledgeFilters(TextQuery):
     type: KnowledgeKind | None = None
     tag: str | None = QField(None, max_length=120)
     projectId: uuid.UUID | None = None  # noqa: N815
@@ -52,7 +53,7 @@ class KnowledgeFilters(Schema):
     limit: int | None = None
 
 
-class SearchQuery(Schema):
+class SearchQuery(TextQuery):
     q: str = QField(min_length=1, max_length=2000)
     projectId: uuid.UUID | None = None  # noqa: N815
     type: list[KnowledgeKind] | None = None

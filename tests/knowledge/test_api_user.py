@@ -83,3 +83,13 @@ def test_peer_card_read_and_replace(tenant_a: Tenant, tenant_b: Tenant) -> None:
     api_error(client.put("/api/v1/peer-card", {"facts": {"a": 1}}, content_type=JSON), 400, "VALIDATION")
     assert peer_card_of(principal=tenant_a.principal)["facts"] == {"editor": "helix"}
     assert bearer(tenant_b.user_raw).get("/api/v1/peer-card").json()["facts"] == {"editor": "emacs"}
+
+
+@pytest.mark.django_db
+def test_text_postgresql_cannot_store_is_refused_up_front(tenant_a: Tenant) -> None:
+    client = bearer(tenant_a.user_raw)
+    api_error(client.put("/api/v1/peer-card", {"facts": {"e\u0000": "vim"}}, content_type=JSON), 400, "VALIDATION")
+    api_error(client.put("/api/v1/peer-card", '{"facts": {"a": "\\udcee"}}', content_type=JSON), 400, "VALIDATION")
+    api_error(client.post("/api/v1/knowledge", {"rule": "nul \u0000 here"}, content_type=JSON), 400, "VALIDATION")
+    api_error(client.get("/api/v1/knowledge/search?q=a%00b"), 400, "VALIDATION")
+    assert peer_card_of(principal=tenant_a.principal)["facts"] == {} and not KnowledgeItem.objects.exists()

@@ -18,11 +18,14 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
 from brain.wsgi import application
+from knowledge.services_teach import knowledge_teach
+from projects.scope import Principal
 from tests.factories import make_tenant
+from tests.support.closed_session import closed_session
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
 CASES: list[str] = []
-MAX_EXAMPLES = 20
+MAX_EXAMPLES = 10
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,22 +37,37 @@ def _cases_ran() -> Iterator[None]:
     assert len(per_operation) == len(list(schema.get_all_operations())) and min(per_operation.values()) >= 5
 
 
+def _seed(tenant: dict[str, Any]) -> dict[str, str]:
+    """Real rows of the fuzzing tenant, so that id-taking operations also reach their success paths."""
+    principal = Principal(user=tenant["user"], token=tenant["user_token"])
+    rule = knowledge_teach(principal=principal, rule="Run the linter before committing", type="reflex").item
+    item = knowledge_teach(principal=principal, rule="Write the changelog", type="action_item",
+                           tags=["action-item", "for:fuzz@f.example"]).item
+    session = closed_session(user=tenant["user"], project=tenant["project"], events=[("note", "fuzz me", {})])
+    return {"knowledge_id": str(rule.id), "item_id": str(item.id), "session_id": str(session.id),
+            "project_id": str(tenant["project"].id)}
+
+
 @pytest.fixture
-def bearer(db: None) -> Iterator[dict[str, str]]:
+def bearer(db: None) -> Iterator[tuple[dict[str, str], dict[str, str]]]:
     tenant = make_tenant("fuzz@f.example", "Fuzz App")
-    make_tenant("other@o.example", "Other App")  # the second tenant, whose rows must never leak
+    _seed(make_tenant("other@o.example", "Other App"))  # the second tenant, whose rows must never leak
+    seeded = _seed(tenant)
     # As Django's test client does: keep the test transaction's connection open across requests.
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
-    yield {"Authorization": f"Bearer {tenant['user_raw']}"}
+    yield {"Authorization": f"Bearer {tenant['user_raw']}"}, seeded
     request_started.connect(close_old_connections)
     request_finished.connect(close_old_connections)
 
 
 @schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-def test_api_has_no_server_errors(case: Any, bearer: dict[str, str]) -> None:
+def test_api_has_no_server_errors(case: Any, bearer: tuple[dict[str, str], dict[str, str]]) -> None:
+    headers, seeded = bearer
     CASES.append(case.operation.label)
+    if len(CASES) % 2 and case.path_parameters:  # every other case aims at a real row instead of a random id
+        case.path_parameters.update({k: seeded[k] for k in case.path_parameters if k in seeded})
     case.call_and_validate(
-        headers=bearer, checks=[not_a_server_error, response_schema_conformance, status_code_conformance]
+        headers=headers, checks=[not_a_server_error, response_schema_conformance, status_code_conformance]
     )
