@@ -25,7 +25,6 @@ from knowledge.api_schemas import (
     SupersedeIn,
     TaughtOut,
     TeachIn,
-    TextQuery,
 )
 from knowledge.models import KnowledgeItem
 from knowledge.scoring import Weights
@@ -36,6 +35,7 @@ from knowledge.services_teach import Taught, knowledge_teach
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
 from projects.api.pagination import MAX_LIMIT, paginate
+from projects.api.schemas import TextQuery
 from projects.scope import Principal
 from projects.selectors import project_visible
 

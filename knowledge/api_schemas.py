@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field, Schema
-from pydantic import field_validator
 
 from knowledge.models import KnowledgeItem
 from knowledge.selectors import KnowledgeHit
@@ -18,44 +17,6 @@ Teachable = Literal["reflex", "recipe", "heuristic", "principle", "anti_principl
 KnowledgeKind = Literal[
     "reflex", "recipe", "heuristic", "principle", "anti_principle", "rule", "decision", "skill", "action_item"
 ]
-
-
-def text_storable(value: Any) -> Any:
-    """PostgreSQL text and jsonb hold neither NUL characters nor unpaired surrogates: refuse them up front
-    (found by schemathesis: a NUL in a peer card fact was a 500)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError("text must not contain NUL (\\u0000) characters")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError("text must be valid Unicode (no unpaired surrogates)") from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            text_storable(key)
-            text_storable(item)
-    elif isinstance(value, list):
-        for item in value:
-            text_storable(item)
-    return value
-
-
-class TextIn(StrictIn):
-    """A request body whose text will be stored or sent to PostgreSQL."""
-
-    @field_validator("*")
-    @classmethod
-    def _storable(cls, value: Any) -> Any:
-        return text_storable(value)
-
-
-class TextQuery(Schema):
-    """Query parameters whose text reaches PostgreSQL."""
-
-    @field_validator("*")
-    @classmethod
-    def _storable(cls, value: Any) -> Any:
-        return text_storable(value)
 
 
 class KnowledgeOut(Schema):
@@ -121,7 +82,7 @@ class KnowledgeSearchOut(Schema):
     notice: str | None
 
 
-class TeachIn(TextIn):
+class TeachIn(StrictIn):
     rule: str = Field(min_length=3, max_length=4000)
     trigger: str = Field("", max_length=1000)
     rationale: str = Field("", max_length=4000)
@@ -137,7 +98,7 @@ class TaughtOut(KnowledgeOut):
     supersededId: uuid.UUID | None
 
 
-class KnowledgeUpdateIn(TextIn):
+class KnowledgeUpdateIn(StrictIn):
     rule: str | None = Field(None, min_length=3, max_length=4000)
     trigger: str | None = Field(None, max_length=1000)
     rationale: str | None = Field(None, max_length=4000)
@@ -146,7 +107,7 @@ class KnowledgeUpdateIn(TextIn):
     confidence: float | None = Field(None, ge=0.0, le=1.0)
 
 
-class SupersedeIn(TextIn):
+class SupersedeIn(StrictIn):
     rule: str = Field(min_length=3, max_length=4000)
     trigger: str | None = Field(None, max_length=1000, description="default: the old row's trigger")
     rationale: str | None = Field(None, max_length=4000, description="default: the old row's rationale")
@@ -179,5 +140,5 @@ class PeerCardOut(Schema):
     updatedAt: datetime | None
 
 
-class PeerCardIn(TextIn):
+class PeerCardIn(StrictIn):
     facts: dict[str, str] = Field(description="the whole card (at most 40 facts); keys left out are removed")

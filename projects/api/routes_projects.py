@@ -6,13 +6,13 @@ import uuid
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from ninja import Query, Router, Schema, Status
+from ninja import Query, Router, Status
 
 from brain.errors import ForbiddenProject, NotFound
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
 from projects.api.pagination import paginate
-from projects.api.schemas import ProjectCreateIn, ProjectCreateOut, ProjectOut, ProjectPage
+from projects.api.schemas import ProjectCreateIn, ProjectCreateOut, ProjectOut, ProjectPage, TextQuery
 from projects.models import Org, Project
 from projects.selectors import orgs_of, project_visible, projects_visible
 from projects.services import project_ensure_named
@@ -22,7 +22,7 @@ ERRORS = {400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: Error
 PROJECT_KEYS = ("own_rank", "created_at", "id")
 
 
-class ProjectFilters(Schema):
+class ProjectFilters(TextQuery):
     q: str | None = None
     orgId: uuid.UUID | None = None  # noqa: N815
     cursor: str | None = None

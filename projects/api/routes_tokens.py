@@ -8,13 +8,13 @@ from typing import Literal
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
-from ninja import Query, Router, Schema, Status
+from ninja import Query, Router, Status
 
 from brain.errors import ForbiddenProject
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
 from projects.api.pagination import paginate
-from projects.api.schemas import TokenCreateIn, TokenCreateOut, TokenOut, TokenPage
+from projects.api.schemas import TextQuery, TokenCreateIn, TokenCreateOut, TokenOut, TokenPage
 from projects.models import ApiToken
 from projects.scope import Principal
 from projects.selectors import project_visible, tokens_of
@@ -25,7 +25,7 @@ ERRORS = {400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: Error
 TOKEN_KEYS = ("-created_at", "-id")
 
 
-class TokenFilters(Schema):
+class TokenFilters(TextQuery):
     scope: Literal["user", "project"] | None = None
     projectId: uuid.UUID | None = None  # noqa: N815
     active: bool | None = None

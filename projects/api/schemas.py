@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from ninja import Field, Schema
 from pydantic import ConfigDict, field_validator
@@ -13,8 +14,44 @@ from projects.models import ApiToken, Project
 from projects.scope import Principal
 
 
+def text_storable(value: Any) -> Any:
+    """PostgreSQL text and jsonb hold neither NUL characters nor unpaired surrogates: refuse them up front
+    (a NUL in a peer card fact, a project name or a token label was a 500)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("text must not contain NUL (\\u0000) characters")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("text must be valid Unicode (no unpaired surrogates)") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            text_storable(key)
+            text_storable(item)
+    elif isinstance(value, list):
+        for item in value:
+            text_storable(item)
+    return value
+
+
 class StrictIn(Schema):
+    """A request body: unknown fields are refused, text must be storable."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        return text_storable(value)
+
+
+class TextQuery(Schema):
+    """Query parameters whose text reaches PostgreSQL."""
+
+    @field_validator("*")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        return text_storable(value)
 
 
 class ProjectOut(Schema):

@@ -92,4 +92,7 @@ def test_text_postgresql_cannot_store_is_refused_up_front(tenant_a: Tenant) -> N
     api_error(client.put("/api/v1/peer-card", '{"facts": {"a": "\\udcee"}}', content_type=JSON), 400, "VALIDATION")
     api_error(client.post("/api/v1/knowledge", {"rule": "nul \u0000 here"}, content_type=JSON), 400, "VALIDATION")
     api_error(client.get("/api/v1/knowledge/search?q=a%00b"), 400, "VALIDATION")
+    api_error(client.post("/api/v1/projects", {"name": "a\u0000b"}, content_type=JSON), 400, "VALIDATION")
+    api_error(client.post("/api/v1/tokens", {"label": "a\u0000b"}, content_type=JSON), 400, "VALIDATION")
+    api_error(client.get("/api/v1/projects?q=a%00b"), 400, "VALIDATION")
     assert peer_card_of(principal=tenant_a.principal)["facts"] == {} and not KnowledgeItem.objects.exists()
