@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from django.test import Client
 
 from knowledge.models import KnowledgeItem
 from knowledge.selectors_style import peer_card_of
@@ -96,3 +97,16 @@ def test_text_postgresql_cannot_store_is_refused_up_front(tenant_a: Tenant) -> N
     api_error(client.post("/api/v1/tokens", {"label": "a\u0000b"}, content_type=JSON), 400, "VALIDATION")
     api_error(client.get("/api/v1/projects?q=a%00b"), 400, "VALIDATION")
     assert peer_card_of(principal=tenant_a.principal)["facts"] == {} and not KnowledgeItem.objects.exists()
+
+
+@pytest.mark.django_db
+def test_browser_session_reads_freely_and_writes_with_csrf(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(tenant_a.user)
+    assert client.get("/api/v1/action-items").json() == {"items": [], "nextCursor": None}
+    api_error(client.put("/api/v1/peer-card", {"facts": {"editor": "vim"}}, content_type=JSON), 403, "CSRF_FAILED")
+    client.get("/accounts/password/change/")  # a page with a form sets the csrftoken cookie
+    csrf = client.cookies["csrftoken"].value
+    ok = client.put("/api/v1/peer-card", {"facts": {"editor": "vim"}}, content_type=JSON, HTTP_X_CSRFTOKEN=csrf)
+    assert ok.status_code == 200 and peer_card_of(principal=tenant_a.principal)["facts"] == {"editor": "vim"}
+    assert peer_card_of(principal=tenant_b.principal)["facts"] == {}
