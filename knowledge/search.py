@@ -9,6 +9,7 @@ the caller may not see is ever ranked. Re-scoring happens afterwards in `knowled
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -62,6 +63,7 @@ class CandidateSet:
     retrieval: str  # "hybrid", "fts", "vector" (what ran) or "fts_only" (vectors unavailable)
     rrf_max: float
     notice: str = ""
+    timings_ms: dict[str, float] = field(default_factory=dict)
 
 
 _EMPTY_VEC = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS dist WHERE false"
@@ -139,7 +141,9 @@ def hybrid_candidates(
     *, table: str, columns: str, scope: Scope, query: str, mode: Mode, fusion: Fusion
 ) -> CandidateSet:
     """Top `fusion.candidates` rows of `table` inside `scope`, fused by RRF; falls back to FTS alone."""
+    started = time.perf_counter()
     vector, model, notice = _query_vector(query, mode)
+    embedded = time.perf_counter()
     use_vec = vector is not None
     use_fts = mode != "vector" or not use_vec
     retrieval = mode if (use_vec or mode == "fts") else "fts_only"
@@ -160,7 +164,8 @@ def hybrid_candidates(
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     rrf_max = (weight_v + weight_f) / (fusion.rrf_k + 1)
-    return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice)
+    timings = {"embed": round((embedded - started) * 1000, 3), "sql": round((time.perf_counter() - embedded) * 1000, 3)}
+    return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
 
 
 def _vector_literal(vector: list[float] | None) -> str | None:

@@ -94,7 +94,8 @@ def knowledge_search(
         terms.update(vec_rank=cand.vec_rank or 0, fts_rank=cand.fts_rank or 0, rrf=round(cand.rrf, 6))
         scored.append((score, cand.row["type"], _hit(cand.row, score, terms if explain else {})))
     hits = cut(scored, floor=weights.floor, max_per_type=weights.max_per_type, limit=limit)
-    return KnowledgeSearchResult(hits=hits, retrieval=found.retrieval, notice=found.notice)
+    return KnowledgeSearchResult(hits=hits, retrieval=found.retrieval, notice=found.notice,
+                                 meta={"timings_ms": found.timings_ms})
 
 
 def _uuid_or_none(value: uuid.UUID | str | None) -> uuid.UUID | None:
