@@ -23,6 +23,8 @@ urlpatterns = [
     path(P + "sessions/<uuid:session_id>/", views_sessions.session_view, name="dash_session"),
     path(P + "review/", views_review.review, name="dash_review"),
     path(P + "review/<uuid:proposal_id>/decide", views_review.proposal_decide, name="dash_proposal_decide"),
+    path(P + "review/contradictions/<uuid:pair_id>/resolve", views_review.contradiction_resolve_view,
+         name="dash_contradiction_resolve"),
     path(P + "actions/", views_review.actions, name="dash_actions"),
     path(P + "oracle", views_review.oracle, name="dash_oracle"),
 ]

@@ -18,6 +18,7 @@ from dashboard.forms import OracleForm, PeerCardForm, RejectForm
 from knowledge.models import Proposal, ProposalKind
 from knowledge.proposals import proposal_approve, proposal_reject
 from knowledge.selectors_dashboard import action_items, assignee, contradictions_open, peer_card_facts, proposals_for
+from knowledge.services_curate import contradiction_resolve
 from knowledge.services_peer import peer_card_set
 from projects.audit import AUDIT_PAGE, audit_for_owner
 from projects.models import User
@@ -62,6 +63,19 @@ def proposal_decide(request: HttpRequest, project_id: uuid.UUID, proposal_id: uu
             messages.success(request, "Rejected; the reason is kept with the proposal.")
     except BrainError as exc:
         messages.error(request, exc.message)
+    return redirect("dash_review", project_id=project.id)
+
+
+@login_required
+@require_POST
+def contradiction_resolve_view(request: HttpRequest, project_id: uuid.UUID, pair_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    try:
+        contradiction_resolve(principal=principal_of(request), contradiction_id=pair_id)
+    except BrainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Marked resolved.")
     return redirect("dash_review", project_id=project.id)
 
 

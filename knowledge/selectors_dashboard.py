@@ -89,7 +89,8 @@ def knowledge_list(
 
 def knowledge_sources(*, principal: Principal, project: Project) -> list[str]:
     qs = knowledge_in_project(principal=principal, project=project).exclude(source="")
-    return sorted(set(qs.values_list("source", flat=True).distinct()[:50]))
+    # order_by() drops the model ordering, which would otherwise join the DISTINCT
+    return sorted(qs.order_by().values_list("source", flat=True).distinct()[:50])
 
 
 def knowledge_one(*, principal: Principal, project: Project, item_id: uuid.UUID | str) -> KnowledgeItem:

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from brain.errors import Conflict, NotFound, ValidationFailed
 from brain.logs import log_op
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import Contradiction, KnowledgeItem, KnowledgeType
 from knowledge.services import KnowledgeDraft, embed_or_none, knowledge_create, knowledge_embedding_text
 from projects.audit import audit_record
 from projects.models import AuditAction, Membership, User
@@ -122,3 +122,16 @@ def knowledge_restore(*, principal: Principal, item_id: uuid.UUID | str, actor: 
             audit_record(actor=actor or principal.user, action=AuditAction.KNOWLEDGE_RESTORED, project=item.project,
                          target=f"knowledge:{item.id}", summary=item.content[:200])
     return item
+
+
+def contradiction_resolve(*, principal: Principal, contradiction_id: uuid.UUID | str) -> Contradiction:
+    """Marks a contradiction handled (after superseding or deleting a side, or judging it a false alarm).
+    Only the owner of the pair may; others get NOT_FOUND."""
+    with transaction.atomic():
+        pair = Contradiction.objects.select_for_update().filter(pk=contradiction_id, owner=principal.user).first()
+        if pair is None:
+            raise NotFound(f"contradiction {contradiction_id} not found")
+        if pair.resolved_at is None:
+            pair.resolved_at = timezone.now()
+            pair.save(update_fields=["resolved_at", "updated_at"])
+    return pair

@@ -50,8 +50,8 @@ def sessions_list(
 
 
 def session_clients(*, principal: Principal, project: Project) -> list[str]:
-    return sorted(_sessions(principal, project).exclude(client_type="").values_list("client_type", flat=True)
-                  .distinct()[:30])
+    qs = _sessions(principal, project).exclude(client_type="").order_by()  # no ordering: DISTINCT on the client only
+    return sorted(qs.values_list("client_type", flat=True).distinct()[:30])
 
 
 @dataclass

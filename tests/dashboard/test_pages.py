@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from knowledge.models import KnowledgeItem, ProposalStatus
+from knowledge.models import Contradiction, KnowledgeItem, ProposalStatus
 from projects.models import AuditEvent
 from tests.conftest import Tenant
 from tests.dashboard.world import World, build_world
@@ -63,6 +63,8 @@ def test_every_page_renders_its_owners_data(client: Client, tenant_a: Tenant, wo
         assert "bravoword" not in body, name
     for url in (reverse("dash_peer_card"), reverse("dash_audit")):
         assert client.get(url).status_code == 200
+    listing = client.get(_pages(tenant_a, world_a)["knowledge"]).content.decode()
+    assert listing.count('<option value="taught">') == 1  # the source filter lists each source once
 
 
 def test_the_other_tenant_gets_404_on_every_page_of_the_first(client: Client, tenant_a: Tenant, tenant_b: Tenant,
@@ -97,6 +99,19 @@ def test_writes_on_the_first_tenants_rows_are_404_and_change_nothing(
     assert world_a.rule.deleted_at is None and world_a.rule.superseded_by_id is None
     assert world_a.proposal.status == ProposalStatus.PENDING
     assert client.get(reverse("dash_switch") + f"?project={pa}").status_code == 404
+    pair = Contradiction.objects.get(owner=tenant_a.user)
+    client.post(reverse("dash_contradiction_resolve", args=[pb, pair.id]))
+    pair.refresh_from_db()
+    assert pair.resolved_at is None
+
+
+def test_resolving_a_contradiction_takes_it_off_the_queue(client: Client, tenant_a: Tenant, world_a: World) -> None:
+    _login(client, tenant_a)
+    pair = Contradiction.objects.get(owner=tenant_a.user)
+    review = reverse("dash_review", args=[tenant_a.project.id])
+    assert "Contradictions (1)" in client.get(review).content.decode()
+    client.post(reverse("dash_contradiction_resolve", args=[tenant_a.project.id, pair.id]))
+    assert "Contradictions (0)" in client.get(review).content.decode()
 
 
 def test_anonymous_visitors_are_sent_to_sign_in(client: Client, tenant_a: Tenant) -> None:
