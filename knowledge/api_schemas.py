@@ -40,14 +40,19 @@ class KnowledgeOut(Schema):
     updatedAt: datetime
 
     @staticmethod
+    def fields_of(row: KnowledgeItem, user_id: Any) -> dict[str, Any]:
+        return {
+            "id": row.id, "type": row.type, "trigger": row.trigger, "rule": row.content, "rationale": row.rationale,
+            "tags": list(row.tags), "projectId": row.project_id, "isOwn": row.owner_id == user_id,
+            "source": row.source, "stage": row.stage or None, "confidence": row.confidence,
+            "successCount": row.success_count, "failureCount": row.failure_count, "framework": row.framework,
+            "language": row.language, "lastUsedAt": row.last_used_at, "createdAt": row.created_at,
+            "updatedAt": row.updated_at,
+        }
+
+    @staticmethod
     def of(row: KnowledgeItem, user_id: Any) -> KnowledgeOut:
-        return KnowledgeOut(
-            id=row.id, type=row.type, trigger=row.trigger, rule=row.content, rationale=row.rationale,
-            tags=list(row.tags), projectId=row.project_id, isOwn=row.owner_id == user_id, source=row.source,
-            stage=row.stage or None, confidence=row.confidence, successCount=row.success_count,
-            failureCount=row.failure_count, framework=row.framework, language=row.language,
-            lastUsedAt=row.last_used_at, createdAt=row.created_at, updatedAt=row.updated_at,
-        )
+        return KnowledgeOut(**KnowledgeOut.fields_of(row, user_id))
 
 
 class KnowledgePage(Schema):

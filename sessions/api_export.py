@@ -1,17 +1,19 @@
 """/api/v1/export: everything the caller owns as one JSON document, streamed row by row.
 
-Rows are read in chunks with server-side iteration, so memory stays flat however large the account is.
-The document's shape is `ExportOut` (in the OpenAPI schema); it is written by hand here only so that it
-never has to exist in memory at once.
+Rows are read in chunks with server-side iteration (events as plain values, one query per batch of
+sessions), so memory stays flat however large the account is. The document's shape is `ExportOut` (in
+the OpenAPI schema); it is written by hand here only so that it never has to exist in memory at once.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import uuid
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
-from django.db.models import Prefetch, Q
+from django.db.models import Q
 from django.http import HttpRequest, StreamingHttpResponse
 from django.utils import timezone
 from ninja import Router, Schema
@@ -26,8 +28,8 @@ from projects.api.errors import ErrorEnvelope
 from projects.api.schemas import ProjectOut, TokenOut
 from projects.scope import Principal
 from projects.selectors import projects_visible, tokens_of
-from sessions.api_schemas import ExportKnowledgeOut, ExportOut, ExportUser, SessionDetailOut
-from sessions.models import SessionEvent
+from sessions.api_schemas import EventOut, ExportKnowledgeOut, ExportOut, ExportUser, SessionDetailOut, SessionOut
+from sessions.models import Session, SessionEvent
 from sessions.selectors_owned import sessions_owned
 
 logger = logging.getLogger(__name__)
@@ -35,6 +37,7 @@ router = Router(tags=["export"])
 FORMAT = "external-brain-export/1"
 CHUNK = 200
 _HEAVY = ("embedding", "search_vector")  # vectors and tsvectors are derived data, not the user's
+_EVENT_FIELDS = ("id", "session_id", "event_type", "content", "payload", "occurred_at")
 
 
 def _array(name: str, rows: Iterable[Schema]) -> Iterator[str]:
@@ -51,12 +54,28 @@ def _knowledge(principal: Principal) -> Iterator[ExportKnowledgeOut]:
         yield ExportKnowledgeOut.of_row(row)
 
 
+def _with_events(principal: Principal, batch: list[Session]) -> Iterator[SessionDetailOut]:
+    """The batch's sessions with their events, read as plain values in one query (no model instances)."""
+    events: dict[uuid.UUID, list[EventOut]] = defaultdict(list)
+    rows = (SessionEvent.objects.filter(user=principal.user, session__in=[s.id for s in batch])
+            .order_by("occurred_at", "created_at", "id").values_list(*_EVENT_FIELDS))
+    for pk, session_id, kind, content, payload, at in rows.iterator(chunk_size=CHUNK * 10):
+        events[session_id].append(EventOut.model_construct(id=pk, eventType=kind, content=content, payload=payload,
+                                                           occurredAt=at))
+    for session in batch:
+        yield SessionDetailOut.model_construct(**SessionOut.fields_of(session), outcome=session.outcome,
+                                               events=events[session.id])
+
+
 def _sessions(principal: Principal) -> Iterator[SessionDetailOut]:
-    events = SessionEvent.objects.defer(*_HEAVY).order_by("occurred_at", "created_at", "id")
-    rows = (sessions_owned(principal=principal).select_related("project")
-            .prefetch_related(Prefetch("events", queryset=events)).order_by("started_at", "id"))
+    rows = sessions_owned(principal=principal).select_related("project").order_by("started_at", "id")
+    batch: list[Session] = []
     for session in rows.iterator(chunk_size=CHUNK):
-        yield SessionDetailOut.with_events(session, list(session.events.all()))
+        batch.append(session)
+        if len(batch) == CHUNK:
+            yield from _with_events(principal, batch)
+            batch = []
+    yield from _with_events(principal, batch)
 
 
 def export_document(principal: Principal) -> Iterator[str]:
