@@ -13,7 +13,8 @@ from django.utils import timezone
 from brain.errors import Conflict, NotFound, ValidationFailed
 from knowledge.models import KnowledgeItem, KnowledgeType, Proposal, ProposalKind, ProposalStatus
 from knowledge.services import embed_or_none, knowledge_embedding_text
-from projects.models import Project, User
+from projects.audit import audit_record
+from projects.models import AuditAction, Project, User
 
 APPROVED_CONFIDENCE = 0.8  # a human vouched for it, but it has no outcomes yet
 
@@ -85,6 +86,8 @@ def proposal_approve(*, user: User, proposal_id: uuid.UUID | str) -> Proposal:
         proposal.applied_item = _apply(proposal, vectors[0] if vectors else None, model)
         proposal.status, proposal.decided_at = ProposalStatus.APPROVED, timezone.now()
         proposal.save(update_fields=["applied_item", "status", "decided_at", "updated_at"])
+        audit_record(actor=user, action=AuditAction.PROPOSAL_APPROVED, project=proposal.project,
+                     target=f"proposal:{proposal.id}", summary=proposal.content[:200])
     return proposal
 
 

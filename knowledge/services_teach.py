@@ -14,6 +14,8 @@ from brain.errors import ValidationFailed
 from brain.logs import log_op
 from knowledge.models import KnowledgeItem, KnowledgeType
 from knowledge.services import KnowledgeDraft, knowledge_create
+from projects.audit import audit_record
+from projects.models import AuditAction
 from projects.scope import Principal
 from projects.services_resolve import project_resolve
 
@@ -80,5 +82,8 @@ def knowledge_teach(
     with transaction.atomic():
         item = knowledge_create(owner=principal.user, project=project, draft=draft)
         superseded = _supersede(principal=principal, new=item, old_id=supersedes_knowledge_id)
+        if superseded:
+            audit_record(actor=principal.user, action=AuditAction.KNOWLEDGE_SUPERSEDED, project=project,
+                         target=f"knowledge:{superseded}", summary=f"by {item.id}: {rule.strip()[:200]}")
     log_op(logger, "knowledge.teach", type=type, project=str(project.id)[:8], superseded=bool(superseded))
     return Taught(item, superseded)

@@ -193,3 +193,12 @@ def test_list_pages_cost_a_bounded_number_of_queries(
 
 def build_world_extra(tenant: Tenant, i: int) -> None:
     build_world(tenant, f"extra{i}word", day=i + 2)
+
+
+def test_approving_and_superseding_over_the_services_are_audited(client: Client, tenant_a: Tenant,
+                                                                   world_a: World) -> None:
+    _login(client, tenant_a)
+    client.post(reverse("dash_proposal_decide", args=[tenant_a.project.id, world_a.proposal.id]),
+                {"decision": "approve"})
+    actions = set(AuditEvent.objects.filter(actor=tenant_a.user).values_list("action", flat=True))
+    assert {"proposal.approved", "knowledge.superseded", "project.created", "token.minted"} <= actions
