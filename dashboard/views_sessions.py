@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from brain.errors import NotFound
-from dashboard.common import int_param, page_context, principal_of, project_of
+from dashboard.common import human_duration, int_param, page_context, principal_of, project_of
 from sessions.selectors_dashboard import session_clients, session_detail, sessions_list
 
 
@@ -20,6 +20,8 @@ def sessions_index(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
     page = int_param(request, "page")
     outcome, client = request.GET.get("outcome", ""), request.GET.get("client", "")
     rows, more = sessions_list(principal=principal, project=project, page=page, outcome=outcome, client=client)
+    for row in rows:
+        row.duration_text = human_duration(row.duration)
     query = request.GET.copy()
     query.pop("page", None)
     context = page_context(

@@ -93,6 +93,8 @@ def test_writes_on_the_first_tenants_rows_are_404_and_change_nothing(
         assert client.post(reverse("dash_knowledge_delete", args=[project, rid])).status_code == 404
         assert client.post(reverse("dash_knowledge_supersede", args=[project, rid]),
                            {"content": "hijacked rule"}).status_code == 404
+        assert client.post(reverse("dash_knowledge_edit", args=[project, rid]), {
+            "content": "hijacked rule", "type": "rule", "confidence": "1"}).status_code == 404
     client.post(reverse("dash_proposal_decide", args=[pb, world_a.proposal.id]), {"decision": "approve"})
     world_a.rule.refresh_from_db()
     world_a.proposal.refresh_from_db()
