@@ -24,11 +24,16 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# Debian's Chromium for the dashboard's browser tests (Playwright drives it; it never downloads a browser).
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
 run: $(VENV)/.run-installed
 	$(BIN)/brain serve
 
 # Tests use their own data dir so they never touch the one `make run` serves.
-test: $(VENV)/.dev-installed node_modules/.installed
+test: $(VENV)/.dev-installed node_modules/.installed chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy .
 	BRAIN_DATA_DIR=$${BRAIN_TEST_DATA_DIR:-$(CURDIR)/.brain-data/test} $(BIN)/pytest
