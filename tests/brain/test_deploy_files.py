@@ -40,5 +40,5 @@ def test_the_image_entrypoints_exist() -> None:
 
     assert callable(application)
     dockerfile = (ROOT / "deploy/Dockerfile").read_text()
-    for app in ("brain", "projects", "knowledge", "sessions", "mcpgw", "dashboard"):
+    for app in ("brain", "projects", "knowledge", "sessions", "mcpgw", "dashboard", "bench"):
         assert f"COPY {app} ./{app}" in dockerfile
