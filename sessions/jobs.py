@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from brain.errors import ValidationFailed
 from brain.logs import log_op
 from sessions.models import JobStatus, Session, SessionJob
 
@@ -126,6 +127,10 @@ def session_job_run(*, session_id: str, name: str, work: Callable[[Session, Clai
     A failure gives the claim back and raises TransientJobError for the caller's retry; on the `final`
     attempt the job is marked failed instead."""
     op = JOB_OPS[name]
+    try:
+        uuid.UUID(str(session_id))
+    except ValueError:
+        raise ValidationFailed(f"session id must be a UUID; got {session_id!r}") from None
     session = Session.objects.filter(id=session_id).select_related("user", "project").first()
     if session is None:
         log_op(logger, op, sessionId=str(session_id)[:8], outcome="skipped_session_gone", items=0)

@@ -65,6 +65,8 @@ def test_jobs_run_decay_by_hand(tenant_a: Tenant, tenant_b: Tenant, capsys: pyte
         cli_jobs.run(_args(job="evolution", as_of="yesterday"))
     with pytest.raises(ValidationFailed, match="--session"):
         cli_jobs.run(_args(job="extract"))
+    with pytest.raises(ValidationFailed, match="must be a UUID"):
+        cli_jobs.run(_args(job="autoskill", session="yesterday's"))
 
 
 @pytest.mark.django_db
