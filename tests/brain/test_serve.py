@@ -56,9 +56,20 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, int, l
         lines = _wait_for_line(proc, "press Ctrl-C")
         yield proc, data_dir, port, lines
     finally:
-        if proc.poll() is None:
+        _stop(proc, data_dir)
+
+
+def _stop(proc: subprocess.Popen[str], data_dir: Path) -> None:
+    """Graceful stop as a user would (SIGTERM); whatever survives is killed so no test leaks processes."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    for leftover in _postgres_for(data_dir):
+        leftover.terminate()
 
 
 def test_serve_is_ready_and_sigterm_leaves_nothing_behind(served) -> None:
@@ -96,3 +107,16 @@ def test_port_in_use_refuses_and_starts_nothing(served, tmp_path: Path) -> None:
     assert result.returncode == 1
     assert f"port {port} on 127.0.0.1 is in use" in result.stderr
     assert _postgres_for(other) == []
+
+
+def test_killed_supervisor_takes_its_children_along(served) -> None:
+    proc, data_dir, _, _ = served
+    children = [p for p in psutil.Process(proc.pid).children() if "postgres" not in p.name()]
+    programs = {word for child in children for word in child.cmdline() if word in ("gunicorn", "celery")}
+    assert programs == {"gunicorn", "celery"}
+    proc.kill()  # SIGKILL: no chance to clean up, as after an OOM kill
+    proc.wait()
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert alive == []
+    # PostgreSQL outlives a killed supervisor; the next `brain serve` reuses it, and the fixture stops it.
+    assert _postgres_for(data_dir)
