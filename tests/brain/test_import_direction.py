@@ -7,6 +7,9 @@ The two interfaces on top (the MCP gateway and the dashboard) never import each 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 LAYERS = [{"brain"}, {"projects"}, {"knowledge"}, {"sessions"}, {"mcpgw", "dashboard"}]
@@ -25,18 +28,33 @@ def _imported_apps(path: Path) -> set[str]:
     return names & APPS
 
 
+def _imports_by_file(paths: list[Path]) -> dict[str, set[str]]:
+    """Parses in a fresh interpreter: CPython 3.11's ast.parse can fail spuriously ("AST constructor
+    recursion depth mismatch") inside a long test process whose recursion counter another test disturbed."""
+    script = (
+        "import json, sys\n"
+        "from tests.brain.test_import_direction import _imported_apps\n"
+        "from pathlib import Path\n"
+        "print(json.dumps({p: sorted(_imported_apps(Path(p))) for p in json.load(sys.stdin)}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], input=json.dumps([str(p) for p in paths]),
+                            capture_output=True, text=True, cwd=ROOT, check=True)
+    return {path: set(apps) for path, apps in json.loads(result.stdout).items()}
+
+
 def _allowed(app: str) -> set[str]:
     rank = next(i for i, layer in enumerate(LAYERS) if app in layer)
     return set().union(*LAYERS[:rank]) | {app}
 
 
 def test_apps_only_import_apps_below_them() -> None:
-    violations = []
-    for app in sorted(set().union(*LAYERS)):
-        for path in sorted((ROOT / app).rglob("*.py")):
-            bad = _imported_apps(path) - _allowed(app)
-            if bad:
-                violations.append(f"{path.relative_to(ROOT)} imports {sorted(bad)}")
+    files = {path: app for app in sorted(set().union(*LAYERS)) for path in sorted((ROOT / app).rglob("*.py"))}
+    imports = _imports_by_file(list(files))
+    assert len(imports) == len(files) > 100
+    violations = [
+        f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+        for path, app in files.items() if (bad := imports[str(path)] - _allowed(app))
+    ]
     assert violations == []
 
 
