@@ -83,8 +83,9 @@ def contradiction_resolve_view(request: HttpRequest, project_id: uuid.UUID, pair
 def actions(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
     state = "resolved" if request.GET.get("state") == "resolved" else "open"
-    rows = action_items(principal=principal_of(request), project=project, state=state)
-    context = page_context(request, project, "actions", state=state,
+    who = request.GET.get("for", "")[:254]
+    rows = action_items(principal=principal_of(request), project=project, state=state, assignee_email=who)
+    context = page_context(request, project, "actions", state=state, who=who,
                            rows=[(r, assignee(r), "blocker" in r.tags) for r in rows])
     return render(request, "dashboard/actions.html", context)
 

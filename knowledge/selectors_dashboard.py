@@ -161,11 +161,15 @@ def contradictions_open(*, principal: Principal, project: Project) -> list[Contr
                 .order_by("-similarity")[:PAGE])
 
 
-def action_items(*, principal: Principal, project: Project, state: str = "open") -> list[KnowledgeItem]:
+def action_items(
+    *, principal: Principal, project: Project, state: str = "open", assignee_email: str = "",
+) -> list[KnowledgeItem]:
     """The project's action items (open, or resolved = retired by a session), blockers first, then by
     assignee, oldest first; resolved ones most recently resolved first."""
     qs = KnowledgeItem.objects.filter(project=project, type=KnowledgeType.ACTION_ITEM)
     qs = qs.filter(deleted_at__isnull=True) if state == "open" else qs.filter(deleted_at__isnull=False)
+    if assignee_email:
+        qs = qs.filter(tags__contains=[f"for:{assignee_email.strip().lower()}"])
     rows = list(qs.defer("embedding", "search_vector").order_by("created_at")[:PAGE * 4])
     if state == "open":
         rows.sort(key=lambda r: ("blocker" not in r.tags, assignee(r)))

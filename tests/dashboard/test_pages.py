@@ -204,3 +204,14 @@ def test_approving_and_superseding_over_the_services_are_audited(client: Client,
                 {"decision": "approve"})
     actions = set(AuditEvent.objects.filter(actor=tenant_a.user).values_list("action", flat=True))
     assert {"proposal.approved", "knowledge.superseded", "project.created", "token.minted"} <= actions
+
+
+def test_action_items_by_assignee_and_state(client: Client, tenant_a: Tenant, world_a: World) -> None:
+    _login(client, tenant_a)
+    url = reverse("dash_actions", args=[tenant_a.project.id])
+    assert "rotate the staging keys" in client.get(url + "?for=alice@a.example").content.decode()
+    assert "rotate the staging keys" not in client.get(url + "?for=carol@c.example").content.decode()
+    assert "rotate the staging keys" not in client.get(url + "?state=resolved").content.decode()
+    client.post(reverse("dash_knowledge_delete", args=[tenant_a.project.id, world_a.action.id]))  # resolved
+    assert "rotate the staging keys" in client.get(url + "?state=resolved").content.decode()
+    assert "rotate the staging keys" not in client.get(url).content.decode()
