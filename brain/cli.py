@@ -112,20 +112,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         _build_parser().print_help()
         return 2
     if args._needs_db:
-        return _with_database(lambda: int(args._module.run(args)))
+        # `doctor` reports pending migrations instead of applying them.
+        migrate_first = args._module.__name__ != "brain.doctor"
+        return _with_database(lambda: int(args._module.run(args)), migrate_first=migrate_first)
     try:
         return int(args._module.run(args))
     except StartupError as exc:
         return _fail(str(exc))
 
 
-def _with_database(body: Callable[[], int]) -> int:
+def _apply_pending_migrations() -> None:
+    """A command run on a fresh data dir (before any `brain serve`) finds its tables in place."""
+    from django.core.management import call_command
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        print(f"brain: applying {len(pending)} pending migration(s)", file=sys.stderr)
+        call_command("migrate", interactive=False, verbosity=0)
+
+
+def _with_database(body: Callable[[], int], *, migrate_first: bool = False) -> int:
     try:
         cleanup = prepare_database(runtime_config())
     except StartupError as exc:
         return _fail(str(exc))
     try:
         setup_django()
+        if migrate_first:
+            _apply_pending_migrations()
         return body()
     except (StartupError, BrainError) as exc:
         return _fail(str(exc))

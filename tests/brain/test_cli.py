@@ -83,3 +83,15 @@ def test_server_without_pgvector_is_refused_with_the_fix() -> None:
 def test_manage_passes_through() -> None:
     result = run_brain("manage", "check")
     assert result.returncode == 0 and "no issues" in result.stdout
+
+
+def test_commands_work_on_a_fresh_data_dir(tmp_path) -> None:
+    """`brain user create` before any `brain serve`: migrations are applied first, then the user exists."""
+    env = {"BRAIN_DATA_DIR": str(tmp_path / "fresh"), "DATABASE_URL": ""}
+    created = run_brain("user", "create", "--email", "first@example.com", env=env)
+    assert created.returncode == 0, created.stderr
+    assert "applying" in created.stderr and "created user first@example.com" in created.stdout
+    minted = run_brain("token", "create", "--email", "first@example.com", env=env)
+    assert minted.returncode == 0 and minted.stdout.startswith("ebt_")
+    doctor = run_brain("doctor", env=env)
+    assert doctor.returncode == 0, doctor.stdout
