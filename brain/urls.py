@@ -11,6 +11,7 @@ urlpatterns = [
     path("api/v1/", include("projects.api.urls")),
     path("mcp", include("mcpgw.urls")),
     path("dashboard/", include("dashboard.urls")),
+    path("settings/", include("dashboard.urls_settings")),
     path("", include("projects.urls")),
 ]
 
