@@ -13,6 +13,7 @@ so callers have one thing to catch to fall back to full-text search.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,15 +200,42 @@ def get_embedder() -> Embedder:
         return _cache[config]
 
 
+# Single texts are often embedded twice in one request (a session's prompt is stored as an event and
+# then searched with); a small per-process memo of pure results saves the second model call.
+_MEMO_SIZE = 512
+_memo: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+
+
+def _memo_get(key: tuple[str, str]) -> list[float] | None:
+    with _lock:
+        vector = _memo.get(key)
+        if vector is not None:
+            _memo.move_to_end(key)
+        return vector
+
+
+def _memo_put(key: tuple[str, str], vector: list[float]) -> None:
+    with _lock:
+        _memo[key] = vector
+        while len(_memo) > _MEMO_SIZE:
+            _memo.popitem(last=False)
+
+
 def embed_texts(texts: Sequence[str]) -> tuple[list[list[float]], str]:
     """Vectors and the model name that made them; raises EmbeddingUnavailable on any provider failure."""
     embedder = get_embedder()
+    key = (embedder.name, texts[0]) if len(texts) == 1 else None
+    if key and (hit := _memo_get(key)) is not None:
+        return [hit], embedder.name
     try:
-        return embedder.embed(texts), embedder.name
+        vectors = embedder.embed(texts)
     except EmbeddingUnavailable:
         raise
     except Exception as exc:  # a provider bug must not break a write or a session open
         raise EmbeddingUnavailable(f"{embedder.name} failed: {type(exc).__name__}: {exc}") from exc
+    if key:
+        _memo_put(key, vectors[0])
+    return vectors, embedder.name
 
 
 def embed_query(text: str) -> tuple[list[float], str]:

@@ -123,3 +123,23 @@ def test_openai_provider_is_chosen_by_settings(settings: Any, fake_openai: str) 
     settings.BRAIN_EMBEDDINGS_MODEL = "nomic-embed-text"
     vectors, model = embed_texts(["hello"])
     assert model == "openai:nomic-embed-text" and len(vectors[0]) == 384
+
+
+def test_a_single_text_embedded_twice_costs_one_model_call(monkeypatch) -> None:
+    from knowledge import embeddings
+
+    embedder = embeddings.get_embedder()
+    calls: list[int] = []
+    original = embedder.embed
+
+    def counting(texts):  # type: ignore[no-untyped-def]
+        calls.append(len(texts))
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed", counting)
+    text = "use react-hook-form with zod for forms in this repo (memo test)"
+    first, _ = embeddings.embed_query(text)
+    second, _ = embeddings.embed_query(text)
+    assert first == second and calls == [1]
+    embeddings.embed_texts([text, "another text"])  # batches are not memoised
+    assert calls == [1, 2]
