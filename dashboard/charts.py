@@ -11,7 +11,7 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
-WIDTH, HEIGHT, PAD_L, PAD_B, PAD_T = 600, 180, 36, 22, 12
+WIDTH, HEIGHT, PAD_L, PAD_B, PAD_T = 480, 200, 36, 24, 14
 ACCENT, SECOND, GRID = "#2459c9", "#1f7a3a", "#d9dee5"
 
 
@@ -41,7 +41,7 @@ def _grid(top: float) -> str:
     for frac in (0.0, 0.5, 1.0):
         y = HEIGHT - PAD_B - frac * (HEIGHT - PAD_B - PAD_T)
         lines.append(f'<line x1="{PAD_L}" x2="{WIDTH}" y1="{y:.1f}" y2="{y:.1f}" stroke="{GRID}"/>'
-                     f'<text x="{PAD_L - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">'
+                     f'<text x="{PAD_L - 4}" y="{y + 4:.1f}" font-size="12" text-anchor="end">'
                      f'{_fmt(top * frac)}</text>')
     return "".join(lines)
 
@@ -59,9 +59,9 @@ def _y(value: float, top: float) -> float:
 
 
 def _labels(axis: Sequence[date]) -> str:
-    step = max(len(axis) // 6, 1)
+    step = max(len(axis) // 4, 1)
     return "".join(
-        f'<text x="{_x(i, len(axis)):.1f}" y="{HEIGHT - 6}" font-size="10" text-anchor="middle">'
+        f'<text x="{_x(i, len(axis)):.1f}" y="{HEIGHT - 6}" font-size="12" text-anchor="middle">'
         f'{d.strftime("%d %b")}</text>'
         for i, d in enumerate(axis) if i % step == 0
     )
@@ -91,9 +91,12 @@ def line_chart(*, title: str, axis: Sequence[date], series: Sequence[Series], to
             body += f'<polyline points="{path}" fill="none" stroke="{s.color}" stroke-width="2"/>'
             body += "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{s.color}"/>' for x, y in points)
     legend = "".join(
-        f'<text x="{PAD_L + 6 + 150 * i}" y="{PAD_T + 2}" font-size="11" fill="{s.color}">■ {escape(s.label)}</text>'
+        f'<text x="{PAD_L + 6 + 140 * i}" y="{PAD_T + 2}" font-size="13" fill="{s.color}">■ {escape(s.label)}</text>'
         for i, s in enumerate(series)
     )
+    if not values:
+        body += (f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" font-size="14" text-anchor="middle" fill="#5b6675">'
+                 'No data in this period</text>')
     last = "; ".join(f"{s.label} latest {_fmt(_last(s.values))}{unit}" for s in series)
     return _frame(title, f"{title}: {last}", body + legend)
 
@@ -107,9 +110,9 @@ def funnel_chart(*, title: str, steps: Sequence[tuple[str, int]]) -> SafeString:
     row = (HEIGHT - 8) / max(len(steps), 1)
     body = ""
     for i, (label, n) in enumerate(steps):
-        y, w = 4 + i * row, (WIDTH - 200) * n / top
-        body += (f'<text x="4" y="{y + row / 2 + 4:.1f}" font-size="12">{escape(label)}</text>'
-                 f'<rect x="150" y="{y + 3:.1f}" width="{max(w, 1):.1f}" height="{row - 6:.1f}" fill="{SECOND}"/>'
-                 f'<text x="{156 + w:.1f}" y="{y + row / 2 + 4:.1f}" font-size="12">{n}</text>')
+        y, w = 4 + i * row, (WIDTH - 170) * n / top
+        body += (f'<text x="4" y="{y + row / 2 + 4:.1f}" font-size="13">{escape(label)}</text>'
+                 f'<rect x="130" y="{y + 3:.1f}" width="{max(w, 1):.1f}" height="{row - 6:.1f}" fill="{SECOND}"/>'
+                 f'<text x="{136 + w:.1f}" y="{y + row / 2 + 4:.1f}" font-size="13">{n}</text>')
     desc = ", ".join(f"{label} {n}" for label, n in steps)
     return _frame(title, f"{title}: {desc}", body)

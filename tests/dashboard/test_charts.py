@@ -26,7 +26,9 @@ def test_labels_are_escaped() -> None:
 
 def test_line_chart_skips_missing_days() -> None:
     svg = charts.line_chart(title="Rate", axis=AXIS, top=100, series=[charts.Series("rate", [None, 50.0, 100.0])])
-    assert svg.count("<circle") == 2 and "rate latest 100" in svg
+    assert svg.count("<circle") == 2 and "rate latest 100" in svg and "No data" not in svg
+    empty = charts.line_chart(title="Rate", axis=AXIS, series=[charts.Series("rate", [None, None, None])])
+    assert "No data in this period" in empty and "<circle" not in empty
 
 
 def test_human_duration() -> None:
