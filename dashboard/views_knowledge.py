@@ -92,7 +92,7 @@ def knowledge_detail(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.
         chain=supersession_chain(principal=principal, project=project, item=item),
         applications=knowledge_applications(principal=principal, item=item),
         sources=sessions_by_ids(principal=principal, ids=source_session_ids(item=item)),
-        edit_form=EditForm(initial=_edit_initial(item)), supersede_form=SupersedeForm(),
+        edit_form=EditForm(initial=_edit_initial(item), prefix="edit"), supersede_form=SupersedeForm(prefix="new"),
     )
     return render(request, "dashboard/knowledge_detail.html", context)
 
@@ -129,7 +129,7 @@ def knowledge_teach_view(request: HttpRequest, project_id: uuid.UUID) -> HttpRes
 def knowledge_edit_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
     item = _item(request, project, item_id)
-    form = EditForm(request.POST)
+    form = EditForm(request.POST, prefix="edit")  # two forms share the page: prefixes keep ids unique
     if form.is_valid():
         data = form.cleaned_data
         _attempt(request, "Saved.", lambda: knowledge_edit(
@@ -145,7 +145,7 @@ def knowledge_edit_view(request: HttpRequest, project_id: uuid.UUID, item_id: uu
 def knowledge_supersede_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
     item = _item(request, project, item_id)
-    form = SupersedeForm(request.POST)
+    form = SupersedeForm(request.POST, prefix="new")
     if not form.is_valid():
         messages.error(request, _form_errors(form))
         return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)

@@ -41,7 +41,13 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
         chromium.close()
 
 
+UNLABELLED = """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+    .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')).map(el => el.name)"""
+
+
 def _shot(page: Page, name: str) -> None:
+    """Saves the page and checks, on the way, that every form control has a label."""
+    assert page.evaluate(UNLABELLED) == [], f"unlabelled controls on {name}"
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 

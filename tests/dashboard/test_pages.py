@@ -92,9 +92,9 @@ def test_writes_on_the_first_tenants_rows_are_404_and_change_nothing(
     for project in (pa, pb):
         assert client.post(reverse("dash_knowledge_delete", args=[project, rid])).status_code == 404
         assert client.post(reverse("dash_knowledge_supersede", args=[project, rid]),
-                           {"content": "hijacked rule"}).status_code == 404
+                           {"new-content": "hijacked rule"}).status_code == 404
         assert client.post(reverse("dash_knowledge_edit", args=[project, rid]), {
-            "content": "hijacked rule", "type": "rule", "confidence": "1"}).status_code == 404
+            "edit-content": "hijacked rule", "edit-type": "rule", "edit-confidence": "1"}).status_code == 404
     client.post(reverse("dash_proposal_decide", args=[pb, world_a.proposal.id]), {"decision": "approve"})
     world_a.rule.refresh_from_db()
     world_a.proposal.refresh_from_db()
@@ -137,11 +137,11 @@ def test_teach_edit_supersede_delete_restore_through_the_pages(client: Client, t
     item = KnowledgeItem.objects.get(owner=tenant_a.user)
     assert response["Location"] == reverse("dash_knowledge_detail", args=[p, item.id])
     client.post(reverse("dash_knowledge_edit", args=[p, item.id]), {
-        "content": "Pin the Node version in CI (.nvmrc)", "trigger": "", "rationale": "", "type": "heuristic",
-        "tags": "ci", "confidence": "0.9"})
+        "edit-content": "Pin the Node version in CI (.nvmrc)", "edit-trigger": "", "edit-rationale": "",
+        "edit-type": "heuristic", "edit-tags": "ci", "edit-confidence": "0.9"})
     item.refresh_from_db()
     assert (item.content, item.tags, item.confidence) == ("Pin the Node version in CI (.nvmrc)", ["ci"], 0.9)
-    client.post(reverse("dash_knowledge_supersede", args=[p, item.id]), {"content": "Pin Node with .nvmrc"})
+    client.post(reverse("dash_knowledge_supersede", args=[p, item.id]), {"new-content": "Pin Node with .nvmrc"})
     item.refresh_from_db()
     assert item.superseded_by is not None and item.superseded_by.content == "Pin Node with .nvmrc"
     new = item.superseded_by
