@@ -117,6 +117,7 @@ def test_sign_up_mint_session_approve_search(live_server: Any, browser: Browser)
     assert _run_autoskill(sid) == ["ok"]
 
     page.get_by_role("link", name="Dashboard").click()
+    overview_url = page.url
     _shot(page, "03-overview")
     page.get_by_role("link", name="Sessions", exact=True).click()
     page.get_by_role("link", name="set up deployment secrets").wait_for()
@@ -142,9 +143,19 @@ def test_sign_up_mint_session_approve_search(live_server: Any, browser: Browser)
     assert "autoskill" in page.content()
     _shot(page, "08-knowledge-detail")
 
+    page.get_by_role("link", name="Ask").click()
+    page.get_by_label("Question").fill("how do I keep secrets out of the repository?")
+    page.get_by_role("button", name="Ask").click()
+    assert "Never commit the .env file" in page.locator("section").inner_text()
+    _shot(page, "10-ask")
+    for name, link in (("11-action-items", "Action items"), ("12-peer-card", "Peer card"), ("13-audit", "Audit")):
+        page.get_by_role("link", name=link, exact=True).click()
+        _shot(page, name)
+    assert "Token minted" in page.content() and "Proposal approved" in page.content()
+
     phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True)
     phone.context.add_cookies(page.context.cookies())
-    phone.goto(page.url.split("/knowledge/")[0] + "/")
+    phone.goto(overview_url)
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390 + 1  # no sideways scrolling
     _shot(phone, "09-overview-phone")
     assert os.path.getsize(ARTIFACTS / "03-overview.png") > 0
