@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,3 +60,21 @@ def tenant_b(db: None) -> Tenant:
 def _fast_password_hashing(settings: Any) -> None:
     """PBKDF2 is slow on purpose (~0.3 s per hash); tests need a real hash, not its cost."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+_TOPICS = ["React forms", "Django views", "pnpm workspaces", "Python logging", "TypeScript types", "SQL migrations",
+           "Tailwind styling", "pytest fixtures", "Docker images", "Git commits", "REST errors", "Celery tasks"]
+_VERBS = ["Always use", "Never use", "Prefer", "Avoid", "We use", "Don't mix"]
+
+
+@pytest.fixture
+def small_corpus(tmp_path) -> Path:  # type: ignore[no-untyped-def]
+    """A rule-file corpus in the shape of awesome_cursorrules.jsonl, so bench tests need no shared data."""
+    lines = []
+    for n, topic in enumerate(_TOPICS):
+        bullets = "\n".join(f"- {verb} the team's standard approach for {topic.lower()} in file group {n}-{i}, "
+                            f"because reviews keep flagging it" for i, verb in enumerate(_VERBS))
+        lines.append(json.dumps({"id": f"set-{n}", "rule_set": topic, "text": f"# {topic}\n\n{bullets}"}))
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
@@ -14,10 +15,11 @@ from sessions.models import Session
 
 
 @pytest.mark.django_db(transaction=True)
-def test_bench_dashboard_runs_and_cleans_up(capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_dashboard_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], small_corpus: Path) -> None:
     parser = argparse.ArgumentParser()
     dashboard.configure(parser)
-    args = parser.parse_args(["--items", "60", "--sessions", "5", "--requests", "2", "--rules", "20", "--json"])
+    args = parser.parse_args(["--items", "60", "--sessions", "5", "--requests", "2", "--rules", "20", "--json",
+                              "--corpus", str(small_corpus)])
     assert dashboard.run(args) == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report["pages"]) >= {"overview", "knowledge search", "sessions list", "review"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,10 +14,11 @@ from projects.models import User
 
 
 @pytest.mark.django_db(transaction=True)
-def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], small_corpus: Path) -> None:
     parser = argparse.ArgumentParser()
     tools.configure(parser)
-    args = parser.parse_args(["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json"])
+    args = parser.parse_args(["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json",
+                              "--corpus", str(small_corpus)])
     assert tools.run(args) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["brain_start_session"]["n"] == 4 == report["brain_report_session_outcome"]["n"]
