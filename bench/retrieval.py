@@ -75,6 +75,7 @@ def _stored(user: Any, index: int) -> tuple[Any, dict[Any, tuple[str, int]]]:
 
 def _evaluate(principal: Any, project: Any, group: Group, keys: dict[Any, tuple[str, int]],
               tallies: dict[str, Tally]) -> None:
+    from knowledge.embeddings import memo_clear
     from sessions.selectors import session_search
 
     for question in group.questions:
@@ -84,6 +85,7 @@ def _evaluate(principal: Any, project: Any, group: Group, keys: dict[Any, tuple[
         }
         evidence_sessions = set(question.get("answer_session_ids") or [])
         for mode in MODES:
+            memo_clear()  # each mode pays for the query embedding, as a fresh query would
             start = time.perf_counter()
             result = session_search(principal=principal, query=question["question"], limit=10,
                                     project_id=project.id, mode=mode)

@@ -221,6 +221,12 @@ def _memo_put(key: tuple[str, str], vector: list[float]) -> None:
             _memo.popitem(last=False)
 
 
+def memo_clear() -> None:
+    """Forget memoised vectors (benchmarks time the model call of every query)."""
+    with _lock:
+        _memo.clear()
+
+
 def embed_texts(texts: Sequence[str]) -> tuple[list[list[float]], str]:
     """Vectors and the model name that made them; raises EmbeddingUnavailable on any provider failure."""
     embedder = get_embedder()
