@@ -16,7 +16,6 @@ import argparse
 import json
 import logging
 import random
-import re
 import statistics
 import sys
 import threading
@@ -30,8 +29,9 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import httpx
 import numpy as np
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "awesome_cursorrules.jsonl"
-TYPES = ["rule", "reflex", "heuristic", "principle", "recipe", "decision", "anti_principle"]
+from bench.lme import percentile
+from bench.scale import DEFAULT_CORPUS, _load, rules_of
+
 HNSW_SQL = ("CREATE INDEX IF NOT EXISTS knowledge_embedding_hnsw ON knowledge_knowledgeitem USING hnsw "
             "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
 GIN_SQL = "CREATE INDEX IF NOT EXISTS knowledge_search_gin ON knowledge_knowledgeitem USING gin (search_vector)"
@@ -59,44 +59,6 @@ class _PooledServer(WSGIServer):
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
-
-
-def percentile(sorted_values: list[float], pct: float) -> float | None:
-    if not sorted_values:
-        return None
-    index = min(len(sorted_values) - 1, max(0, round(pct / 100 * len(sorted_values) + 0.5) - 1))
-    return round(sorted_values[index], 1)
-
-
-def rules_of(corpus: Path) -> list[str]:
-    """Distinct rule-sized pieces (a bullet or a short paragraph) of the rule files."""
-    seen: set[str] = set()
-    for line in corpus.read_text(encoding="utf-8").splitlines():
-        for piece in re.split(r"\n\s*\n|\n\s*[-*]\s+|\n\s*\d+\.\s+", json.loads(line)["text"]):
-            piece = " ".join(piece.replace("#", " ").split())
-            if 40 <= len(piece) <= 600:
-                seen.add(piece)
-    return sorted(seen)
-
-
-def _copy_rows(cursor: Any, user: Any, project: Any, rules: list[str], vectors: np.ndarray, count: int,
-               model: str, seed: int) -> None:
-    """COPYs `count` rows cycling through the rules; each vector is its rule's plus small noise
-    (cosine ~0.97), so the HNSW graph holds no exact duplicates without one model call per row."""
-    rng, pick = np.random.default_rng(seed), random.Random(seed)
-    columns = ("id, created_at, updated_at, type, trigger, content, rationale, tags, source, stage, confidence, "
-               "success_count, failure_count, decay_score, framework, language, embedding, embedding_model, "
-               "owner_id, project_id")
-    with cursor.copy(f"COPY knowledge_knowledgeitem ({columns}) FROM STDIN") as copy:
-        for n in range(count):
-            i = n % len(rules)
-            vec = vectors[i] + rng.normal(0.0, 0.012, size=vectors[i].shape)
-            vec /= np.linalg.norm(vec)
-            copy.write_row((
-                uuid.uuid4(), "now", "now", pick.choice(TYPES), "", rules[i], "", "{bench}", "bench", "",
-                round(pick.uniform(0.5, 1.0), 2), 0, 0, 1.0, "", "", "[" + ",".join(f"{x:.5f}" for x in vec) + "]",
-                model, user.id, project.id,
-            ))
 
 
 def _restore_indexes() -> None:
@@ -176,7 +138,7 @@ def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int)
         cursor.execute("DROP INDEX IF EXISTS knowledge_embedding_hnsw")
         cursor.execute("DROP INDEX IF EXISTS knowledge_search_gin")
         start = time.perf_counter()
-        _copy_rows(cursor.cursor, user, project, rules, np.array(vectors, dtype=np.float32), count, model, seed)
+        _load(cursor.cursor, user.id, project.id, rules, np.array(vectors, dtype=np.float32), count, model, seed)
         load_s = time.perf_counter() - start
         cursor.execute("SET maintenance_work_mem = '1GB'")
         start = time.perf_counter()
