@@ -18,13 +18,15 @@ from django.db import connection, transaction
 from brain.logs import log_op
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
 from knowledge.models import TS_CONFIG
+from knowledge.term_stats import generating_terms, term_stats
 
 logger = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "fts", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "fts", "vector")
-# Full-text matches ranked per query are capped so a query made of common words stays fast at 1M rows;
-# rows matching every term are always ranked (see the `fts` CTE).
+# Full-text candidates come from the query's rarer terms, within this many estimated postings (rows the GIN
+# index must list), and at most FTS_SCAN_CAP of them are ranked; rows matching every term are always ranked.
+FTS_POSTINGS_BUDGET = 5000
 FTS_SCAN_CAP = 1000
 
 
@@ -44,6 +46,7 @@ class Fusion:
     candidates: int = 50
     # Nearest neighbours exist for any query; beyond this cosine distance they are not evidence.
     max_distance: float = 2.0
+    fts_postings: int = FTS_POSTINGS_BUDGET
 
 
 @dataclass
@@ -84,20 +87,25 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     normalisation) times an inverse document frequency measured among the rows matching any term.
     Without the IDF, words that occur everywhere outrank the rare words that identify the answer.
 
-    Any-term matches are scored among at most FTS_SCAN_CAP rows; rows matching every term are added
-    uncapped, so the best full-text hits survive even when common words match many rows."""
+    Candidates are the rows holding any of the generating terms (the rarer query terms, see
+    `knowledge.term_stats`), at most FTS_SCAN_CAP of them, plus every row matching all terms, so the best
+    full-text hits survive even when common words match much of the table; every query term scores."""
+    tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
     return f"""
+    q AS (SELECT {tsq_all} AS tsq_all,
+                 (SELECT string_agg(quote_literal(g), ' | ') FROM unnest(%(generating)s::text[]) g)::tsquery
+                 AS tsq_gen),
     fts_pool AS (
         SELECT DISTINCT ON (m.id) m.id, m.sv FROM (
             (SELECT t.id, t.search_vector AS sv FROM {table} t, q
-             WHERE {scope.sql} AND t.search_vector @@ q.tsq_any LIMIT {FTS_SCAN_CAP})
+             WHERE {scope.sql} AND t.search_vector @@ q.tsq_gen LIMIT {FTS_SCAN_CAP})
             UNION ALL
             (SELECT t.id, t.search_vector AS sv FROM {table} t, q
              WHERE {scope.sql} AND t.search_vector @@ q.tsq_all)
         ) m ORDER BY m.id),
     fts_terms AS (
         SELECT DISTINCT lex, quote_literal(lex)::tsquery AS tq
-        FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s))) AS lex),
+        FROM unnest(%(lexemes)s::text[]) AS lex),
     fts_hits AS (
         SELECT p.id, x.lex, ts_rank(p.sv, x.tq, 1) AS tf FROM fts_pool p JOIN fts_terms x ON p.sv @@ x.tq),
     fts_df AS (SELECT lex, count(*) AS df FROM fts_hits GROUP BY lex),
@@ -110,11 +118,8 @@ def _fts_ctes(table: str, scope: Scope) -> str:
 
 
 def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool) -> str:
-    tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
     return f"""
-    WITH q AS (SELECT {tsq_all} AS tsq_all,
-                      replace({tsq_all}::text, ' & ', ' | ')::tsquery AS tsq_any),
-    vec AS ({_vec_cte(table, scope) if use_vec else _EMPTY_VEC}),
+    WITH vec AS ({_vec_cte(table, scope) if use_vec else _EMPTY_VEC}),
     {_fts_ctes(table, scope) if use_fts else f"fts AS ({_EMPTY_FTS})"},
     fused AS (
         SELECT COALESCE(vec.id, fts.id) AS fused_id, vec.rnk AS vec_rank, vec.dist AS vec_distance,
@@ -156,6 +161,8 @@ def hybrid_candidates(
     }
     sql = _sql(table, columns, scope, use_vec=use_vec, use_fts=use_fts)
     with transaction.atomic(), connection.cursor() as cursor:
+        if use_fts:
+            params.update(_fts_terms(cursor, table, query, fusion.fts_postings))
         if use_vec:
             # Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8).
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -166,6 +173,13 @@ def hybrid_candidates(
     rrf_max = (weight_v + weight_f) / (fusion.rrf_k + 1)
     timings = {"embed": round((embedded - started) * 1000, 3), "sql": round((time.perf_counter() - embedded) * 1000, 3)}
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
+
+
+def _fts_terms(cursor: Any, table: str, query: str, budget: int) -> dict[str, list[str]]:
+    """The query's lexemes (all of them score) and the rarer ones that generate candidates."""
+    cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %s))", [query])
+    lexemes = list(cursor.fetchone()[0])
+    return {"lexemes": lexemes, "generating": generating_terms(lexemes, term_stats(table), budget)}
 
 
 def _vector_literal(vector: list[float] | None) -> str | None:

@@ -18,6 +18,8 @@ from projects.selectors import project_visible, projects_visible
 EVENT_TABLE = "agent_sessions_sessionevent"
 _COLUMNS = "t.id, t.session_id, t.project_id, t.event_type, t.content, t.occurred_at, t.created_at"
 SNIPPET_CHARS = 240
+# A session's n-th best event adds DECAY**n of its score (measured on LongMemEval dev120, docs/benchmarks.md).
+SESSION_EVENT_DECAY = 0.5
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
 EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)
 
@@ -101,15 +103,16 @@ def _event_hit(row: dict[str, Any], score: float, explain: dict[str, Any]) -> Ev
 
 
 def _sessions_of(events: list[EventHit], candidates: list[Any]) -> list[SessionHit]:
-    """A session scores by its best event. (Adding its other events' scores was tried: reciprocal-rank
-    scores are so flat that three weak turns then outrank one strong one.)"""
+    """A session scores by its best event plus a geometrically shrinking share of its next ones
+    (SESSION_EVENT_DECAY), so a second good match breaks ties without letting many weak turns outrank
+    one strong one (a plain sum did that: reciprocal-rank scores are flat)."""
     projects = {c.row["session_id"]: c.row["project_id"] for c in candidates}
     grouped: dict[uuid.UUID, list[EventHit]] = {}
     for hit in events:
         grouped.setdefault(hit.session_id, []).append(hit)
     hits = [
         SessionHit(session_id=sid, project_id=projects[sid], events=group[:3], started_at=None,
-                   score=group[0].score)
+                   score=round(sum(h.score * SESSION_EVENT_DECAY**i for i, h in enumerate(group)), 6))
         for sid, group in grouped.items()
     ]
     hits.sort(key=lambda hit: -hit.score)  # stable: equal scores keep the event order
