@@ -1,0 +1,80 @@
+"""Full-text candidate generation from the query's rarer terms, with term statistics read from ANALYZE."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+
+from knowledge import term_stats
+from knowledge.search import Fusion, hybrid_candidates
+from knowledge.selectors import KNOWLEDGE_TABLE, knowledge_scope, knowledge_search
+from knowledge.services import KnowledgeDraft, knowledge_create_many
+from knowledge.term_stats import TermStats, generating_terms
+from tests.conftest import Tenant
+
+STATS = TermStats(rows=1000, share={"common": 0.5, "middl": 0.05}, unlisted_share=0.01)
+
+
+def test_the_rarest_terms_generate_within_the_budget() -> None:
+    # postings: rare 10 (unlisted), middl 50, common 500
+    assert generating_terms(["common", "middl", "rare"], STATS, budget=100) == ["rare", "middl"]
+    assert generating_terms(["common", "middl", "rare"], STATS, budget=1000) == ["rare", "middl", "common"]
+
+
+def test_at_least_one_term_generates_however_common() -> None:
+    assert generating_terms(["common", "middl"], STATS, budget=1) == ["middl"]
+    assert generating_terms([], STATS, budget=1) == []
+
+
+def test_without_statistics_every_term_generates() -> None:
+    assert generating_terms(["b", "a", "b"], TermStats(), budget=0) == ["a", "b"]
+
+
+@pytest.fixture
+def analysed(tenant_a: Tenant, tenant_b: Tenant) -> Iterator[None]:
+    """120 of tenant A's rules say "deploy"; three also name kubernetes, and one more names only kubernetes.
+    Tenant B holds the same three."""
+    drafts = [KnowledgeDraft(f"Deploy service number {n} through the release pipeline", type="rule") for n in range(117)]
+    rare = [KnowledgeDraft(f"Deploy to kubernetes with helm chart version {n}", type="rule") for n in range(3)]
+    other = KnowledgeDraft("Restart kubernetes pods with a rolling policy", type="heuristic")
+    knowledge_create_many(owner=tenant_a.user, project=tenant_a.project, drafts=[*drafts, *rare, other])
+    knowledge_create_many(owner=tenant_b.user, project=tenant_b.project, drafts=rare)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {KNOWLEDGE_TABLE}")
+    term_stats.forget()
+    yield
+    term_stats.forget()
+
+
+def test_statistics_come_from_the_table(analysed: None) -> None:
+    stats = term_stats.term_stats(KNOWLEDGE_TABLE)
+    assert stats.rows == pytest.approx(124, abs=1)
+    assert stats.share["deploy"] == pytest.approx(123 / 124, abs=0.01)
+    assert stats.postings("kubernet") < stats.postings("deploy")
+
+
+def _fts_candidates(tenant: Tenant, query: str, budget: int) -> list[str]:
+    found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query=query, mode="fts",
+                              scope=knowledge_scope(principal=tenant.principal),
+                              fusion=Fusion(candidates=200, fts_postings=budget))
+    return [cand.row["content"] for cand in found.candidates]
+
+
+def test_common_terms_score_but_do_not_generate(tenant_a: Tenant, tenant_b: Tenant, analysed: None) -> None:
+    # "deploy" (~123 estimated postings) generates candidates only under a budget that admits it.
+    assert len(_fts_candidates(tenant_a, "deploy kubernetes", budget=1000)) == 121
+    tight = _fts_candidates(tenant_a, "deploy kubernetes", budget=10)
+    # Only kubernetes rows are candidates, and "deploy" still scores: the rows holding both come first.
+    assert [("Deploy" in text) for text in tight] == [True, True, True, False]
+    assert all("kubernetes" in text for text in tight)
+    theirs = knowledge_search(principal=tenant_b.principal, query="deploy kubernetes", mode="fts",
+                              fusion=Fusion(fts_postings=10))
+    assert len(theirs.hits) == 3 and all(hit.project_id == tenant_b.project.id for hit in theirs.hits)
+
+
+def test_a_query_of_common_words_still_finds_rows(tenant_a: Tenant, analysed: None) -> None:
+    result = knowledge_search(principal=tenant_a.principal, query="deploy", mode="fts", limit=3,
+                              fusion=Fusion(fts_postings=10))
+    assert len(result.hits) == 3 and all("Deploy" in hit.content for hit in result.hits)
