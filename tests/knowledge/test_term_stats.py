@@ -36,7 +36,8 @@ def test_without_statistics_every_term_generates() -> None:
 def analysed(tenant_a: Tenant, tenant_b: Tenant) -> Iterator[None]:
     """120 of tenant A's rules say "deploy"; three also name kubernetes, and one more names only kubernetes.
     Tenant B holds the same three."""
-    drafts = [KnowledgeDraft(f"Deploy service number {n} through the release pipeline", type="rule") for n in range(117)]
+    drafts = [KnowledgeDraft(f"Deploy service number {n} through the release pipeline", type="rule")
+              for n in range(117)]
     rare = [KnowledgeDraft(f"Deploy to kubernetes with helm chart version {n}", type="rule") for n in range(3)]
     other = KnowledgeDraft("Restart kubernetes pods with a rolling policy", type="heuristic")
     knowledge_create_many(owner=tenant_a.user, project=tenant_a.project, drafts=[*drafts, *rare, other])
