@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from django.db import connection, transaction
@@ -32,10 +32,17 @@ FTS_SCAN_CAP = 1000
 
 @dataclass(frozen=True)
 class Scope:
-    """A SQL condition over the alias `t` with its named parameters (built by the selectors)."""
+    """A SQL condition over the alias `t` with its named parameters (built by the selectors), and the
+    projects it admits (`unassigned`: project-less rows too), which size the full-text candidate budget."""
 
     sql: str
     params: dict[str, Any] = field(default_factory=dict)
+    project_ids: tuple[Any, ...] = ()
+    unassigned: bool = False
+
+    def narrowed(self, condition: str, **params: Any) -> Scope:
+        """This scope with one more SQL condition (AND) and its parameters."""
+        return replace(self, sql=f"{self.sql} AND {condition}", params={**self.params, **params})
 
 
 @dataclass(frozen=True)
@@ -90,30 +97,27 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     Candidates are the rows holding any of the generating terms (the rarer query terms, see
     `knowledge.term_stats`), at most FTS_SCAN_CAP of them, plus every row matching all terms, so the best
     full-text hits survive even when common words match much of the table; every query term scores."""
+    # Both tsqueries reach the planner as constants, so it can weigh the GIN index against the scope's
+    # own indexes (a small project is cheaper to scan than a common term's posting list).
     tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
     return f"""
-    q AS (SELECT {tsq_all} AS tsq_all,
-                 (SELECT string_agg(quote_literal(g), ' | ') FROM unnest(%(generating)s::text[]) g)::tsquery
-                 AS tsq_gen),
     fts_pool AS (
         SELECT DISTINCT ON (m.id) m.id, m.sv FROM (
-            (SELECT t.id, t.search_vector AS sv FROM {table} t, q
-             WHERE {scope.sql} AND t.search_vector @@ q.tsq_gen LIMIT {FTS_SCAN_CAP})
+            (SELECT t.id, t.search_vector AS sv FROM {table} t
+             WHERE {scope.sql} AND t.search_vector @@ %(tsq_gen)s::tsquery LIMIT {FTS_SCAN_CAP})
             UNION ALL
-            (SELECT t.id, t.search_vector AS sv FROM {table} t, q
-             WHERE {scope.sql} AND t.search_vector @@ q.tsq_all)
+            (SELECT t.id, t.search_vector AS sv FROM {table} t
+             WHERE {scope.sql} AND t.search_vector @@ {tsq_all})
         ) m ORDER BY m.id),
-    fts_terms AS (
-        SELECT DISTINCT lex, quote_literal(lex)::tsquery AS tq
-        FROM unnest(%(lexemes)s::text[]) AS lex),
     fts_hits AS (
-        SELECT p.id, x.lex, ts_rank(p.sv, x.tq, 1) AS tf FROM fts_pool p JOIN fts_terms x ON p.sv @@ x.tq),
-    fts_df AS (SELECT lex, count(*) AS df FROM fts_hits GROUP BY lex),
-    fts_size AS (SELECT count(*)::float8 AS n FROM fts_pool),
+        SELECT p.id, x.lex, ts_rank(p.sv, x.tq, 1) AS tf, count(*) OVER (PARTITION BY x.lex) AS df
+        FROM fts_pool p
+        JOIN (SELECT DISTINCT lex, quote_literal(lex)::tsquery AS tq FROM unnest(%(lexemes)s::text[]) AS lex) x
+          ON p.sv @@ x.tq),
     fts AS (
         SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score FROM (
-            SELECT h.id, sum(h.tf * ln(1.0 + fts_size.n / fts_df.df)) AS score
-            FROM fts_hits h JOIN fts_df USING (lex) CROSS JOIN fts_size GROUP BY h.id) scored
+            SELECT h.id, sum(h.tf * ln(1.0 + (SELECT count(*) FROM fts_pool)::float8 / h.df)) AS score
+            FROM fts_hits h GROUP BY h.id) scored
         ORDER BY score DESC, id LIMIT %(n)s)"""  # noqa: S608
 
 
@@ -162,7 +166,7 @@ def hybrid_candidates(
     sql = _sql(table, columns, scope, use_vec=use_vec, use_fts=use_fts)
     with transaction.atomic(), connection.cursor() as cursor:
         if use_fts:
-            params.update(_fts_terms(cursor, table, query, fusion.fts_postings))
+            params.update(_fts_terms(cursor, table, query, scope, fusion.fts_postings))
         if use_vec:
             # Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8).
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -175,11 +179,19 @@ def hybrid_candidates(
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
 
 
-def _fts_terms(cursor: Any, table: str, query: str, budget: int) -> dict[str, list[str]]:
+def _fts_terms(cursor: Any, table: str, query: str, scope: Scope, budget: int) -> dict[str, Any]:
     """The query's lexemes (all of them score) and the rarer ones that generate candidates."""
     cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %s))", [query])
     lexemes = list(cursor.fetchone()[0])
-    return {"lexemes": lexemes, "generating": generating_terms(lexemes, term_stats(table), budget)}
+    stats = term_stats(table)
+    scope_rows = stats.scope_rows(scope.project_ids, unassigned=scope.unassigned)
+    generating = generating_terms(lexemes, stats, budget, scope_rows)
+    return {"lexemes": lexemes, "tsq_gen": " | ".join(map(_tsquery_lexeme, generating)) or None}
+
+
+def _tsquery_lexeme(lexeme: str) -> str:
+    """A lexeme as a quoted tsquery operand (tsquery input escapes with backslash and doubled quotes)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def _vector_literal(vector: list[float] | None) -> str | None:

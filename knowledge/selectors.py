@@ -66,10 +66,9 @@ def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None 
         " AND t.deleted_at IS NULL AND t.superseded_by_id IS NULL AND t.type <> 'action_item'"
         " AND (t.decay_score > %(decay_floor)s OR t.type = 'decision')"
     )
-    return Scope(sql, {
-        "scope_projects": project_ids, "scope_user": principal.user.id,
-        "decay_floor": settings.BRAIN_RETRIEVAL["decay_floor"],
-    })
+    params = {"scope_projects": project_ids, "scope_user": principal.user.id,
+              "decay_floor": settings.BRAIN_RETRIEVAL["decay_floor"]}
+    return Scope(sql, params, project_ids=tuple(project_ids), unassigned=True)
 
 
 def knowledge_search(
@@ -80,7 +79,7 @@ def knowledge_search(
     """The best `limit` items for `query` in the caller's scope, re-scored, floored and diversified."""
     scope = knowledge_scope(principal=principal, project_id=project_id)
     if types:
-        scope = Scope(scope.sql + " AND t.type = ANY(%(types)s)", {**scope.params, "types": list(types)})
+        scope = scope.narrowed("t.type = ANY(%(types)s)", types=list(types))
     weights = weights or Weights.from_settings()
     found = hybrid_candidates(
         table=KNOWLEDGE_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,

@@ -10,7 +10,7 @@ from django.utils import timezone
 from brain.errors import ValidationFailed
 from knowledge.models import KnowledgeItem, KnowledgeType, PeerCard, SkillStage
 from knowledge.scoring import Context, Weights, rescore
-from knowledge.search import Scope, hybrid_candidates
+from knowledge.search import hybrid_candidates
 from knowledge.selectors import KNOWLEDGE_TABLE, fusion_from_settings, knowledge_scope
 from projects.scope import Principal
 from projects.selectors import projects_visible
@@ -62,8 +62,7 @@ def skills_find(*, principal: Principal, query: str, limit: int = 5) -> dict[str
     """Top `limit` offered skills for `query`, hybrid-ranked like knowledge (falls back to text search)."""
     if not query.strip():
         raise ValidationFailed("query must not be empty: describe the task the skill should cover")
-    base = knowledge_scope(principal=principal)
-    scope = Scope(base.sql + " AND t.stage = ANY(%(stages)s)", {**base.params, "stages": OFFERED_STAGES})
+    scope = knowledge_scope(principal=principal).narrowed("t.stage = ANY(%(stages)s)", stages=OFFERED_STAGES)
     found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns=_SKILL_COLUMNS, scope=scope, query=query,
                               mode="hybrid", fusion=fusion_from_settings())
     weights, now = Weights.from_settings(), timezone.now()

@@ -69,7 +69,7 @@ def session_event_scope(
     if until is not None:
         sql += " AND t.occurred_at < %(until)s"
         params["until"] = until
-    return Scope(sql, params)
+    return Scope(sql, params, project_ids=tuple(project_ids))
 
 
 def session_search(

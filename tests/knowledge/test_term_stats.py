@@ -18,18 +18,28 @@ STATS = TermStats(rows=1000, share={"common": 0.5, "middl": 0.05}, unlisted_shar
 
 
 def test_the_rarest_terms_generate_within_the_budget() -> None:
-    # postings: rare 10 (unlisted), middl 50, common 500
-    assert generating_terms(["common", "middl", "rare"], STATS, budget=100) == ["rare", "middl"]
-    assert generating_terms(["common", "middl", "rare"], STATS, budget=1000) == ["rare", "middl", "common"]
+    # postings in 1,000 rows: rare 10 (unlisted), middl 50, common 500
+    assert generating_terms(["common", "middl", "rare"], STATS, budget=100, scope_rows=1000) == ["rare", "middl"]
+    assert generating_terms(["common", "middl", "rare"], STATS, 1000, 1000) == ["rare", "middl", "common"]
+    # The same terms in a scope of 100 rows touch a tenth as many: all of them fit.
+    assert generating_terms(["common", "middl", "rare"], STATS, budget=100, scope_rows=100) == [
+        "rare", "middl", "common"]
 
 
 def test_at_least_one_term_generates_however_common() -> None:
-    assert generating_terms(["common", "middl"], STATS, budget=1) == ["middl"]
-    assert generating_terms([], STATS, budget=1) == []
+    assert generating_terms(["common", "middl"], STATS, budget=1, scope_rows=1000) == ["middl"]
+    assert generating_terms([], STATS, budget=1, scope_rows=1000) == []
 
 
 def test_without_statistics_every_term_generates() -> None:
-    assert generating_terms(["b", "a", "b"], TermStats(), budget=0) == ["a", "b"]
+    assert generating_terms(["b", "a", "b"], TermStats(), budget=0, scope_rows=10**6) == ["a", "b"]
+
+
+def test_scope_rows_from_project_statistics() -> None:
+    stats = TermStats(rows=10_000, project_share={"big": 0.9}, other_project_share=0.001, null_project_share=0.05)
+    assert stats.scope_rows(["big"], unassigned=False) == pytest.approx(9000)
+    assert stats.scope_rows(["small", "tiny"], unassigned=True) == pytest.approx(520)
+    assert TermStats(rows=10_000).scope_rows(["any"], unassigned=False) == 10_000  # no statistics: the table
 
 
 @pytest.fixture
@@ -49,11 +59,12 @@ def analysed(tenant_a: Tenant, tenant_b: Tenant) -> Iterator[None]:
     term_stats.forget()
 
 
-def test_statistics_come_from_the_table(analysed: None) -> None:
+def test_statistics_come_from_the_table(tenant_a: Tenant, tenant_b: Tenant, analysed: None) -> None:
     stats = term_stats.term_stats(KNOWLEDGE_TABLE)
-    assert stats.rows == pytest.approx(124, abs=1)
-    assert stats.share["deploy"] == pytest.approx(123 / 124, abs=0.01)
-    assert stats.postings("kubernet") < stats.postings("deploy")
+    assert stats.rows == pytest.approx(124, abs=1)  # tenant A's 121 rows and tenant B's 3
+    assert stats.lexeme_share("deploy") > 0.9 > stats.lexeme_share("kubernet")
+    assert stats.scope_rows([tenant_a.project.id], unassigned=False) == pytest.approx(121, abs=2)
+    assert stats.scope_rows([tenant_b.project.id], unassigned=False) == pytest.approx(3, abs=2)
 
 
 def _fts_candidates(tenant: Tenant, query: str, budget: int) -> list[str]:
