@@ -26,7 +26,7 @@ Mode = Literal["hybrid", "fts", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "fts", "vector")
 # Full-text candidates come from the query's rarer terms, within this many estimated postings (rows the GIN
 # index must list), and at most FTS_SCAN_CAP of them are ranked; rows matching every term are always ranked.
-FTS_POSTINGS_BUDGET = 5000
+FTS_POSTINGS_BUDGET = 20000
 FTS_SCAN_CAP = 1000
 
 

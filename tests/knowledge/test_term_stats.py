@@ -90,3 +90,16 @@ def test_a_query_of_common_words_still_finds_rows(tenant_a: Tenant, analysed: No
     result = knowledge_search(principal=tenant_a.principal, query="deploy", mode="fts", limit=3,
                               fusion=Fusion(fts_postings=10))
     assert len(result.hits) == 3 and all("Deploy" in hit.content for hit in result.hits)
+
+
+@pytest.mark.parametrize("text", [
+    "Read O'Reilly's chapter on it''s quoting",
+    r"Keep binaries under C:\tools\bin and D:\\cache",
+    "Tag rows with foo:bar & baz|qux !negated (grouped) <-> followed",
+])
+def test_lexemes_with_tsquery_syntax_are_quoted(tenant_a: Tenant, tenant_b: Tenant, text: str) -> None:
+    item = knowledge_create_many(owner=tenant_a.user, project=tenant_a.project,
+                                 drafts=[KnowledgeDraft(text, type="rule")])[0]
+    result = knowledge_search(principal=tenant_a.principal, query=text, mode="fts")
+    assert [hit.id for hit in result.hits] == [item.id]
+    assert knowledge_search(principal=tenant_b.principal, query=text, mode="fts").hits == []
