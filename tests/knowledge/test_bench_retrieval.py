@@ -25,7 +25,8 @@ def _record(qid: str, question: str, evidence: str, qtype: str) -> dict[str, Any
                  {"role": "assistant", "content": "Noted, thanks for telling me."}],
                 [{"role": "user", "content": t} for t in FILLER[2:]]]
     return {"question_id": qid, "question_type": qtype, "question": question, "answer": "x",
-            "haystack_session_ids": [f"{qid}-s1", f"{qid}-s2", f"{qid}-s3"], "haystack_dates": ["2023/05/01 (Mon) 10:00"] * 3,
+            "haystack_session_ids": [f"{qid}-s1", f"{qid}-s2", f"{qid}-s3"],
+            "haystack_dates": ["2023/05/01 (Mon) 10:00"] * 3,
             "haystack_sessions": sessions, "answer_session_ids": [f"{qid}-s2"]}
 
 
