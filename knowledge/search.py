@@ -25,9 +25,9 @@ logger = logging.getLogger(__name__)
 Mode = Literal["hybrid", "fts", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "fts", "vector")
 # Full-text candidates come from the query's rarer terms, within this many estimated postings (rows the GIN
-# index must list), and at most FTS_SCAN_CAP of them are ranked; rows matching every term are always ranked.
+# index must list) in the caller's scope, plus the rows matching the whole query; at most FTS_SCAN_CAP of each.
 FTS_POSTINGS_BUDGET = 20000
-FTS_SCAN_CAP = 1000
+FTS_SCAN_CAP = 500
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,9 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     Without the IDF, words that occur everywhere outrank the rare words that identify the answer.
 
     Candidates are the rows holding any of the generating terms (the rarer query terms, see
-    `knowledge.term_stats`), at most FTS_SCAN_CAP of them, plus every row matching all terms, so the best
-    full-text hits survive even when common words match much of the table; every query term scores."""
+    `knowledge.term_stats`) plus the rows matching the whole query (which `websearch_to_tsquery` may widen
+    with "or"), at most FTS_SCAN_CAP of each, so the best full-text hits survive even when common words
+    match much of the table; every query term scores."""
     # Both tsqueries reach the planner as constants, so it can weigh the GIN index against the scope's
     # own indexes (a small project is cheaper to scan than a common term's posting list).
     tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
@@ -107,7 +108,7 @@ def _fts_ctes(table: str, scope: Scope) -> str:
              WHERE {scope.sql} AND t.search_vector @@ %(tsq_gen)s::tsquery LIMIT {FTS_SCAN_CAP})
             UNION ALL
             (SELECT t.id, t.search_vector AS sv FROM {table} t
-             WHERE {scope.sql} AND t.search_vector @@ {tsq_all})
+             WHERE {scope.sql} AND t.search_vector @@ {tsq_all} LIMIT {FTS_SCAN_CAP})
         ) m ORDER BY m.id),
     fts_hits AS (
         SELECT p.id, x.lex, ts_rank(p.sv, x.tq, 1) AS tf, count(*) OVER (PARTITION BY x.lex) AS df
