@@ -162,7 +162,7 @@ BRAIN_EMBEDDINGS_BATCH_SIZE = env.int("BRAIN_EMBEDDINGS_BATCH_SIZE", default=32)
 BRAIN_EMBEDDINGS_MAX_TOKENS = env.int("BRAIN_EMBEDDINGS_MAX_TOKENS", default=256)  # local model input cut
 BRAIN_EMBEDDER_CHECK = "knowledge.embeddings.embedder_health"
 BRAIN_RETRIEVAL = {
-    "rrf_k": env.int("BRAIN_RETRIEVAL_RRF_K", default=10),
+    "rrf_k": env.int("BRAIN_RETRIEVAL_RRF_K", default=5),
     "weight_vector": env.float("BRAIN_RETRIEVAL_WEIGHT_VECTOR", default=1.0),
     "weight_fts": env.float("BRAIN_RETRIEVAL_WEIGHT_FTS", default=1.0),
     "weight_confidence": env.float("BRAIN_RETRIEVAL_WEIGHT_CONFIDENCE", default=0.30),
