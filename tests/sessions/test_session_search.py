@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -83,3 +84,24 @@ def test_bad_event_type_changes_nothing(tenant_a: Tenant) -> None:
     with pytest.raises(ValidationFailed, match="event_type"):
         session_events_log_many(session=session, drafts=[EventDraft("note", "fine"), EventDraft("", "bad")])
     assert not SessionEvent.objects.filter(session=session).exists()
+
+
+def test_a_session_scores_by_its_best_event_plus_a_decaying_share_of_the_rest(tenant_a: Tenant,
+                                                                              tenant_b: Tenant) -> None:
+    from sessions.selectors import SESSION_EVENT_DECAY, EventHit, _sessions_of
+
+    one, two = _day(tenant_a, 2, []), _day(tenant_a, 1, [])
+
+    def hits(session: Any, scores: list[float]) -> list[EventHit]:
+        return [EventHit(id=session.id, session_id=session.id, event_type="note", snippet="", score=s,
+                         occurred_at=timezone.now()) for s in scores]
+
+    candidates = [SimpleNamespace(row={"session_id": s.id, "project_id": s.project_id}) for s in (one, two)]
+    # One strong event against two a little weaker: the second match lifts session two above session one.
+    ranked = _sessions_of([*hits(one, [0.9]), *hits(two, [0.8, 0.7])], candidates)
+    assert [h.session_id for h in ranked] == [two.id, one.id]
+    assert ranked[0].score == pytest.approx(0.8 + SESSION_EVENT_DECAY * 0.7)
+    # Many weak events do not outrank one strong one.
+    ranked = _sessions_of([*hits(one, [0.9]), *hits(two, [0.3, 0.3, 0.3, 0.3, 0.3])], candidates)
+    assert [h.session_id for h in ranked] == [one.id, two.id]
+    assert session_search(principal=tenant_b.principal, query="anything").sessions == []
