@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 import pytest
@@ -12,16 +10,13 @@ from bench import dashboard
 from knowledge.models import KnowledgeItem
 from projects.models import User
 from sessions.models import Session
+from tests.support.bench import bench_report, run_bench
 
 
 @pytest.mark.django_db(transaction=True)
 def test_bench_dashboard_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], small_corpus: Path) -> None:
-    parser = argparse.ArgumentParser()
-    dashboard.configure(parser)
-    args = parser.parse_args(["--items", "60", "--sessions", "5", "--requests", "2", "--rules", "20", "--json",
-                              "--corpus", str(small_corpus)])
-    assert dashboard.run(args) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = bench_report(dashboard, ["--items", "60", "--sessions", "5", "--requests", "2", "--rules", "20",
+                                      "--json", "--corpus", str(small_corpus)], capsys)
     assert set(report["pages"]) >= {"overview", "knowledge search", "sessions list", "review"}
     assert all(page["p95_ms"] >= page["p50_ms"] > 0 and page["queries"] > 0 for page in report["pages"].values())
     assert not User.objects.filter(email__endswith="@bench.invalid").exists()
@@ -29,7 +24,5 @@ def test_bench_dashboard_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], 
 
 
 def test_bad_arguments_are_refused_before_anything_is_written(capsys: pytest.CaptureFixture[str]) -> None:
-    parser = argparse.ArgumentParser()
-    dashboard.configure(parser)
-    assert dashboard.run(parser.parse_args(["--items", "0"])) == 2
+    assert run_bench(dashboard, ["--items", "0"]) == 2
     assert "--items >= 10" in capsys.readouterr().err

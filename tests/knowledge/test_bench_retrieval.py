@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from knowledge.models import KnowledgeItem
 from projects.models import User
 from sessions.models import SessionEvent
 from tests.conftest import Tenant
+from tests.support.bench import bench_report, run_bench
 
 FILLER = ["Can you suggest a weekend hiking route?", "Sure, try the ridge trail loop, about 12 km with views.",
           "What should I pack for rain?", "A shell jacket, spare socks and a dry bag for your phone."]
@@ -30,13 +30,6 @@ def _record(qid: str, question: str, evidence: str, qtype: str) -> dict[str, Any
             "haystack_sessions": sessions, "answer_session_ids": [f"{qid}-s2"]}
 
 
-def _run(module: Any, argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    parser = argparse.ArgumentParser()
-    module.configure(parser)
-    assert module.run(parser.parse_args(argv)) == 0
-    return dict(json.loads(capsys.readouterr().out))
-
-
 @pytest.mark.django_db(transaction=True)
 def test_bench_retrieval_reports_every_mode_and_cleans_up(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                           tenant_b: Tenant) -> None:
@@ -47,7 +40,7 @@ def test_bench_retrieval_reports_every_mode_and_cleans_up(tmp_path: Path, capsys
         _record("q2", "Where did my sister move to?", "My sister just moved to Lisbon for her new job.",
                 "multi-session"),
     ]))
-    report = _run(retrieval, ["--input", str(data), "--json"], capsys)
+    report = bench_report(retrieval, ["--input", str(data), "--json"], capsys)
     assert set(report["modes"]) == {"hybrid", "fts", "vector"}
     assert report["questions"] == 2 == report["haystacks"]
     assert report["turns"] == 12 and report["ingest_turns_per_s"] > 0
@@ -62,9 +55,7 @@ def test_bench_retrieval_reports_every_mode_and_cleans_up(tmp_path: Path, capsys
 
 
 def test_bench_retrieval_refuses_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    parser = argparse.ArgumentParser()
-    retrieval.configure(parser)
-    assert retrieval.run(parser.parse_args(["--input", str(tmp_path / "nope.json")])) == 2
+    assert run_bench(retrieval, ["--input", str(tmp_path / "nope.json")]) == 2
     assert "no such file" in capsys.readouterr().err
 
 
@@ -73,7 +64,7 @@ def test_bench_retrieval_scale_measures_each_size_against_the_baseline(
         small_corpus: Path, capsys: pytest.CaptureFixture[str], tenant_b: Tenant) -> None:
     mine = KnowledgeItem.objects.create(owner=tenant_b.user, project=tenant_b.project, type="rule",
                                         content="A row of another tenant that the bench must leave alone")
-    report = _run(scale, ["--items", "60,120", "--queries", "5", "--rules", "30", "--json",
+    report = bench_report(scale, ["--items", "60,120", "--queries", "5", "--rules", "30", "--json",
                           "--corpus", str(small_corpus)], capsys)
     assert [size["items"] for size in report["sizes"]] == [60, 120]
     for size in report["sizes"]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 import pytest
@@ -11,16 +9,13 @@ import pytest
 from bench import tools
 from knowledge.models import KnowledgeItem
 from projects.models import User
+from tests.support.bench import bench_report
 
 
 @pytest.mark.django_db(transaction=True)
 def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], small_corpus: Path) -> None:
-    parser = argparse.ArgumentParser()
-    tools.configure(parser)
-    args = parser.parse_args(["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json",
-                              "--corpus", str(small_corpus)])
-    assert tools.run(args) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = bench_report(tools, ["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json",
+                                  "--corpus", str(small_corpus)], capsys)
     assert report["brain_start_session"]["n"] == 4 == report["brain_report_session_outcome"]["n"]
     assert report["starts_with_injection"] == 4
     assert not User.objects.filter(email__endswith="@bench.invalid").exists()
