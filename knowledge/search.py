@@ -175,9 +175,10 @@ def hybrid_candidates(
         if use_fts:
             params.update(_fts_terms(cursor, table, query, scope, fusion.fts_postings))
         if use_vec:
-            # Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8).
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, int(fusion.candidates))}")
+            # Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8). Both settings
+            # are transaction-local (like SET LOCAL) and sent in one round trip.
+            cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                           "set_config('hnsw.ef_search', %s, true)", [str(max(40, int(fusion.candidates)))])
         cursor.execute(sql, params)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
