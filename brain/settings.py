@@ -174,6 +174,7 @@ BRAIN_RETRIEVAL = {
     "max_per_type": env.int("BRAIN_RETRIEVAL_MAX_PER_TYPE", default=3),
     "candidates": env.int("BRAIN_RETRIEVAL_CANDIDATES", default=50),
     "fts_postings": env.int("BRAIN_RETRIEVAL_FTS_POSTINGS", default=20000),
+    "vector_length_b": env.float("BRAIN_RETRIEVAL_VECTOR_LENGTH_B", default=0.2),
     "max_distance": env.float("BRAIN_RETRIEVAL_MAX_DISTANCE", default=0.75),
     "decay_floor": env.float("BRAIN_RETRIEVAL_DECAY_FLOOR", default=0.3),
     "budget_tokens": env.int("BRAIN_RETRIEVAL_BUDGET_TOKENS", default=1200),

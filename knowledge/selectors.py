@@ -49,7 +49,7 @@ def fusion_from_settings(**overrides: Any) -> Fusion:
     conf = settings.BRAIN_RETRIEVAL
     values = {"rrf_k": conf["rrf_k"], "weight_vector": conf["weight_vector"], "weight_fts": conf["weight_fts"],
               "candidates": conf["candidates"], "max_distance": conf["max_distance"],
-              "fts_postings": conf["fts_postings"]}
+              "fts_postings": conf["fts_postings"], "vector_length_b": conf["vector_length_b"]}
     values.update({k: v for k, v in overrides.items() if v is not None})
     return Fusion(**values)
 

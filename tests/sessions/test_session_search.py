@@ -105,3 +105,32 @@ def test_a_session_scores_by_its_best_event_plus_a_decaying_share_of_the_rest(te
     ranked = _sessions_of([*hits(one, [0.9]), *hits(two, [0.3, 0.3, 0.3, 0.3, 0.3])], candidates)
     assert [h.session_id for h in ranked] == [one.id, two.id]
     assert session_search(principal=tenant_b.principal, query="anything").sessions == []
+
+
+SURVEY = (
+    "There are many ways to pick a database for a service like billing: relational databases such as PostgreSQL "
+    "and MySQL give you transactions and joins, document stores such as MongoDB trade those for flexible schemas, "
+    "and key-value stores such as Redis or DynamoDB are fast for simple lookups. For a billing service, "
+    "consistency, auditing, backups, migrations, connection pooling and reporting queries usually matter more "
+    "than raw speed, so weigh the team's experience, hosting costs and the tooling around each option."
+)
+
+
+def test_vector_ranking_prefers_the_short_statement_over_a_long_survey_of_the_topic(
+    tenant_a: Tenant, tenant_b: Tenant,
+) -> None:
+    from knowledge.selectors import fusion_from_settings
+
+    session = _day(tenant_a, 1, [SURVEY, "Billing runs on PostgreSQL 15."])
+    _day(tenant_b, 1, ["Billing runs on PostgreSQL 15."])
+    question = "Which database does the billing service use?"
+
+    def order(length_b: float) -> list[str]:
+        found = session_search(principal=tenant_a.principal, query=question, mode="vector", explain=True,
+                               fusion=fusion_from_settings(max_distance=2.0, vector_length_b=length_b))
+        assert {e.session_id for e in found.events} == {session.id}  # never tenant_b's identical event
+        return [e.snippet[:12] for e in sorted(found.events, key=lambda e: e.explain["vec_rank"])]
+
+    # Raw cosine puts the survey first (0.65 against 0.62); normalised for length, the statement wins.
+    assert order(0.0) == ["There are ma", "Billing runs"]
+    assert order(0.2) == ["Billing runs", "There are ma"]
