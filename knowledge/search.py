@@ -90,13 +90,18 @@ _EMPTY_VEC = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS dist
 _EMPTY_FTS = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS score WHERE false"
 
 
+def _length_pivot(b: str, length: str, average: str) -> str:
+    """BM25's length normalisation `(1 - b) + b * length / average`, shared by both lists' scores."""
+    return f"(1 - {b} + {b} * {length} / {average})"
+
+
 def _vec_cte(table: str, scope: Scope) -> str:
     """The nearest rows by cosine distance (HNSW), ranked by their similarity normalised for length the way
     BM25 normalises term frequency: divided by 1 - b + b * length / average length, where length counts
     distinct lexemes (as the full-text side does) and the average is over these nearest rows."""
     return f"""
-        SELECT id, row_number() OVER (ORDER BY (1 - dist) / (1 - %(lenb)s + %(lenb)s * len / avg_len) DESC, id) AS rnk,
-               dist
+        SELECT id, row_number() OVER (ORDER BY (1 - dist) / {_length_pivot("%(lenb)s", "len", "avg_len")} DESC, id)
+               AS rnk, dist
         FROM (SELECT id, dist, len, avg(len) OVER () AS avg_len FROM (
             SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist, greatest(length(t.search_vector), 1) AS len
             FROM {table} t
@@ -130,7 +135,7 @@ def _fts_ctes(table: str, scope: Scope) -> str:
         ) m ORDER BY m.id),
     fts_hits AS (
         SELECT p.id, x.lex, count(*) OVER (PARTITION BY x.lex) AS df,
-               ts_rank(p.sv, x.tq, 0) / ({1 - BM25_B} + {BM25_B} * p.len / (SELECT avg(len) FROM fts_pool)) AS tf
+               ts_rank(p.sv, x.tq, 0) / {_length_pivot(str(BM25_B), "p.len", "(SELECT avg(len) FROM fts_pool)")} AS tf
         FROM fts_pool p
         JOIN (SELECT DISTINCT lex, quote_literal(lex)::tsquery AS tq FROM unnest(%(lexemes)s::text[]) AS lex) x
           ON p.sv @@ x.tq),
