@@ -12,28 +12,41 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from brain.config import RuntimeConfig, runtime_config
 from brain.errors import BrainError, StartupError
 
 Handler = Callable[[argparse.Namespace], int]
 
-# (command words, dotted path of "configure(parser) / run(args)" module, needs the database)
-COMMANDS: list[tuple[tuple[str, ...], str, bool]] = [
-    (("serve",), "brain.serve", False),
-    (("doctor",), "brain.doctor", True),
-    (("user", "create"), "projects.cli_user", True),
-    (("token", "create"), "projects.cli_token", True),
-    (("token", "revoke"), "projects.cli_token_revoke", True),
-    (("jobs", "run"), "sessions.cli_jobs", True),
-    (("bench", "jobs"), "bench.jobs", True),
-    (("bench", "tools"), "bench.tools", True),
-    (("bench", "retrieval"), "bench.retrieval", True),
-    (("bench", "retrieval-scale"), "bench.scale", True),
-    (("bench", "dashboard"), "bench.dashboard", True),
-    (("embeddings", "backfill"), "sessions.cli_embeddings", True),
-    (("mcp", "stdio"), "mcpgw.stdio", False),
-    (("bench", "mcp"), "bench.mcp_load", False),
+
+
+@dataclass(frozen=True)
+class Command:
+    """One `brain` command: its words, the module with `HELP`, `configure(parser)` and `run(args)`, and
+    what it needs first: the database running, and pending migrations applied (`doctor` reports them)."""
+
+    words: tuple[str, ...]
+    module: str
+    needs_db: bool = True
+    migrate_first: bool = True
+
+
+COMMANDS: list[Command] = [
+    Command(("serve",), "brain.serve", needs_db=False),
+    Command(("doctor",), "brain.doctor", migrate_first=False),
+    Command(("user", "create"), "projects.cli.user_create"),
+    Command(("token", "create"), "projects.cli.token_create"),
+    Command(("token", "revoke"), "projects.cli.token_revoke"),
+    Command(("jobs", "run"), "sessions.cli.jobs"),
+    Command(("embeddings", "backfill"), "sessions.cli.embeddings"),
+    Command(("mcp", "stdio"), "mcpgw.stdio", needs_db=False),
+    Command(("bench", "jobs"), "brain.bench.jobs"),
+    Command(("bench", "tools"), "brain.bench.tools"),
+    Command(("bench", "retrieval"), "brain.bench.retrieval"),
+    Command(("bench", "retrieval-scale"), "brain.bench.scale"),
+    Command(("bench", "dashboard"), "brain.bench.dashboard"),
+    Command(("bench", "mcp"), "brain.bench.mcp_load", needs_db=False),
 ]
 
 
@@ -88,17 +101,17 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="brain", description="External Brain: memory for AI coding agents.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     groups: dict[str, argparse._SubParsersAction[argparse.ArgumentParser]] = {}
-    for words, module_path, needs_db in COMMANDS:
-        module = importlib.import_module(module_path)
+    for spec in COMMANDS:
+        module = importlib.import_module(spec.module)
         target = sub
-        for word in words[:-1]:
+        for word in spec.words[:-1]:
             if word not in groups:
                 group = sub.add_parser(word, help=f"{word} commands")
                 groups[word] = group.add_subparsers(dest=f"{word}_command", metavar="ACTION", required=True)
             target = groups[word]
-        command = target.add_parser(words[-1], help=module.HELP, description=module.HELP)
+        command = target.add_parser(spec.words[-1], help=module.HELP, description=module.HELP)
         module.configure(command)
-        command.set_defaults(_module=module, _needs_db=needs_db)
+        command.set_defaults(_module=module, _spec=spec)
     sub.add_parser("manage", help="run a Django management command (migrate, createsuperuser, shell, ...)")
     return parser
 
@@ -111,10 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_module", None):
         _build_parser().print_help()
         return 2
-    if args._needs_db:
-        # `doctor` reports pending migrations instead of applying them.
-        migrate_first = args._module.__name__ != "brain.doctor"
-        return _with_database(lambda: int(args._module.run(args)), migrate_first=migrate_first)
+    spec: Command = args._spec
+    if spec.needs_db:
+        return _with_database(lambda: int(args._module.run(args)), migrate_first=spec.migrate_first)
     try:
         return int(args._module.run(args))
     except StartupError as exc:

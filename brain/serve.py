@@ -190,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
         call_command("migrate", interactive=False, verbosity=0)
         from django.utils.module_loading import import_string
 
-        sign_in = import_string("projects.bootstrap.ensure_first_admin")(config.data_dir)
+        sign_in = import_string("projects.services.bootstrap.ensure_first_admin")(config.data_dir)
         # Children compute the same database settings from the same environment.
         env = dict(os.environ)
         env["BRAIN_DATA_DIR"] = str(config.data_dir)

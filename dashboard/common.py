@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest
 from brain.errors import NotFound
 from projects.models import Project, User
 from projects.scope import Principal
-from projects.selectors import project_visible, projects_visible
+from projects.selectors.accounts import project_visible, projects_visible
 
 
 def principal_of(request: HttpRequest) -> Principal:

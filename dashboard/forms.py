@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from knowledge.models import KnowledgeType
-from knowledge.services_teach import TEACHABLE
+from knowledge.services.teach import TEACHABLE
 
 TYPE_CHOICES = [("", "any type"), *KnowledgeType.choices]
 STATE_CHOICES = [("live", "live"), ("superseded", "superseded"), ("deleted", "deleted"), ("all", "all")]

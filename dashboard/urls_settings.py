@@ -2,9 +2,9 @@
 
 from django.urls import path
 
-from dashboard import views_review
+from dashboard.views import settings
 
 urlpatterns = [
-    path("peer-card", views_review.peer_card, name="dash_peer_card"),
-    path("audit", views_review.audit_log, name="dash_audit"),
+    path("peer-card", settings.peer_card, name="dash_peer_card"),
+    path("audit", settings.audit_log, name="dash_audit"),
 ]

@@ -8,8 +8,8 @@ from django.http import HttpRequest
 
 from brain.errors import BrainError
 from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, LlmUsage, PeerCard, Proposal
-from knowledge.proposals import proposal_approve
-from knowledge.services_curate import knowledge_delete, knowledge_restore
+from knowledge.services.curate import knowledge_delete, knowledge_restore
+from knowledge.services.proposals import proposal_approve
 from projects.models import User
 from projects.scope import Principal
 

@@ -7,9 +7,9 @@ import logging
 from celery import shared_task
 
 from brain.logs import log_op
-from knowledge.decay import decay_scope_run
-from knowledge.evolution import evolution_scope_run
 from knowledge.nightly import NightlyScope, nightly_scopes, parse_as_of
+from knowledge.services.decay import decay_scope_run
+from knowledge.services.evolution import evolution_scope_run
 
 logger = logging.getLogger(__name__)
 

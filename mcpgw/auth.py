@@ -14,8 +14,8 @@ from mcpgw import protocol as p
 from mcpgw.models import McpSession
 from mcpgw.selectors import mcp_session_live
 from projects.models import ApiToken
-from projects.selectors import token_for_raw
-from projects.services import token_touch
+from projects.selectors.accounts import token_for_raw
+from projects.services.accounts import token_touch
 
 logger = logging.getLogger("mcpgw")
 LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}

@@ -4,7 +4,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from projects.models import ApiToken, AuditEvent, Invitation, LoginThrottle, Membership, Org, Project, User
-from projects.services import token_revoke
+from projects.services.accounts import token_revoke
 
 
 @admin.register(User)

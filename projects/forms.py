@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from projects.models import Membership, Project, User
-from projects.throttle import login_blocked_for, login_failure_record, login_success_record
+from projects.services.throttle import login_blocked_for, login_failure_record, login_success_record
 
 EXPIRY_CHOICES = [("", "Never"), ("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year")]
 

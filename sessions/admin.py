@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from sessions.models import CrossSessionCursor, Session, SessionEvent, SessionJob, SessionKnowledgeApplication
-from sessions.services_requeue import session_extraction_requeue
+from sessions.services.requeue import session_extraction_requeue
 
 
 @admin.register(Session)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knowledge.models import KnowledgeType
-from knowledge.services import KnowledgeDraft
+from knowledge.services.create import KnowledgeDraft
 from sessions.models import Session, SessionEvent
 
 MINE_TYPES = frozenset({"reflex", "recipe", "heuristic", "principle", "anti_principle"})

@@ -1,6 +1,6 @@
 """Celery tasks of the sessions app. They take ids, claim their row, and only then retry.
 
-Closing a session: call `sessions.jobs.session_jobs_schedule(session=...)` inside the close transaction
+Closing a session: call `sessions.services.jobs.session_jobs_schedule(session=...)` inside the close transaction
 (it records both jobs and sends these tasks after commit). Sending the tasks directly also works: a task
 without a job row creates and claims one, so nothing runs twice either way.
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from sessions.jobs import TransientJobError, session_job_run, session_jobs_requeue
+from sessions.services.jobs import TransientJobError, session_job_run, session_jobs_requeue
 
 _RETRY: dict[str, Any] = {
     "bind": True, "acks_late": True, "reject_on_worker_lost": True, "max_retries": 5,
@@ -22,7 +22,7 @@ _RETRY: dict[str, Any] = {
 @shared_task(name="sessions.tasks.session_extract", **_RETRY)
 def session_extract(self: Task, session_id: str) -> str:
     """Mine or refine one closed session's learnings into knowledge (KEA)."""
-    from sessions.extraction import extract_work
+    from sessions.services.extraction import extract_work
 
     return _run(self, session_id, "extract", extract_work)
 
@@ -30,7 +30,7 @@ def session_extract(self: Task, session_id: str) -> str:
 @shared_task(name="sessions.tasks.session_autoskill", **_RETRY)
 def session_autoskill(self: Task, session_id: str) -> str:
     """Turn one closed session's corrections and approvals into proposals awaiting approval."""
-    from sessions.autoskill import autoskill_work
+    from sessions.services.autoskill import autoskill_work
 
     return _run(self, session_id, "autoskill", autoskill_work)
 
@@ -44,7 +44,7 @@ def requeue_pending() -> int:
 @shared_task(name="sessions.tasks.cross_session_daily", acks_late=True)
 def cross_session_daily(as_of: str | None = None) -> int:
     """Beat, daily: one cross-session extract per user with enough new closed sessions."""
-    from sessions.cross_session import cross_session_run_all
+    from sessions.services.cross_session import cross_session_run_all
 
     return cross_session_run_all(as_of=as_of)
 

@@ -7,7 +7,7 @@ from typing import Any
 import factory
 
 from projects.models import Project, User
-from projects.services import project_ensure_named, token_create, user_create
+from projects.services.accounts import project_ensure_named, token_create, user_create
 
 
 class UserFactory(factory.Factory):

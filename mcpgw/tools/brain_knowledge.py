@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from knowledge.selectors_style import skills_find, user_style
-from knowledge.services_teach import knowledge_teach
+from knowledge.selectors.live import skills_find, user_style
+from knowledge.services.teach import knowledge_teach
 from mcpgw import schemas_brain as s
 from mcpgw.registry import NoArguments, tool
 from projects.scope import Principal
-from sessions.selectors_oracle import oracle_ask
+from sessions.selectors.oracle import oracle_ask
 
 
 @tool(

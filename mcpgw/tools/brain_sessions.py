@@ -9,11 +9,11 @@ from knowledge.injection import Injection
 from mcpgw import schemas_brain as s
 from mcpgw.registry import tool
 from projects.scope import Principal
-from sessions.selectors_search import sessions_find
-from sessions.services_events import session_event_record
-from sessions.services_open import session_open
-from sessions.services_outcome import OutcomeReport, session_report_outcome
-from sessions.services_retrieve import knowledge_retrieve
+from sessions.selectors.search import sessions_find
+from sessions.services.events import session_event_record
+from sessions.services.open import session_open
+from sessions.services.outcome import OutcomeReport, session_report_outcome
+from sessions.services.retrieve import knowledge_retrieve
 
 
 def _injection(value: Injection | None) -> dict[str, Any] | None:

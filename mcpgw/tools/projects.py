@@ -11,8 +11,8 @@ from pydantic import Field
 from mcpgw.registry import NoArguments, ToolModel, tool
 from projects.models import Project
 from projects.scope import Principal
-from projects.selectors import project_active, projects_visible
-from projects.services import project_create_named
+from projects.selectors.accounts import project_active, projects_visible
+from projects.services.accounts import project_create_named
 
 
 class CreateProjectIn(ToolModel):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from knowledge.selectors_style import peer_card_of, skills_active, user_style
+from knowledge.selectors.live import peer_card_of, skills_active, user_style
 from mcpgw.registry import REGISTRY, Resource
-from sessions.selectors_owned import sessions_recent
+from sessions.selectors.owned import sessions_recent
 
 REGISTRY.add_resource(Resource(
     uri="brain://user/style-profile", name="style-profile", title="Style profile",

@@ -16,8 +16,8 @@ from ninja.utils import check_csrf
 
 from projects.models import User
 from projects.scope import Principal
-from projects.selectors import token_for_raw
-from projects.services import token_touch
+from projects.selectors.accounts import token_for_raw
+from projects.services.accounts import token_touch
 
 
 class BearerAuth(HttpBearer):

@@ -1,5 +1,7 @@
-"""URLs of /api/v1. Two answers ninja gives outside its exception handlers are wrapped here so they
-use the error envelope too: 405 for a method a path lacks, and 404 for a path that does not exist."""
+"""URLs of /api/v1: the API object and its one router table. Routers of apps above `projects` are named
+by dotted path (as `brain.urls` includes apps), so the import direction stays one way. Two answers ninja
+gives outside its exception handlers are wrapped so they use the error envelope too: 405 for a method a
+path lacks, and 404 for a path that does not exist."""
 
 from __future__ import annotations
 
@@ -9,9 +11,40 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.urls import URLPattern, URLResolver, re_path
+from django.utils.module_loading import import_string
 from django.views.decorators.csrf import csrf_exempt
+from ninja import NinjaAPI
 
-from projects.api import api
+from projects.api.auth import API_AUTH
+from projects.api.errors import install_error_handlers
+
+api = NinjaAPI(
+    title="External Brain API",
+    version="1",
+    description=(
+        "Scripts authenticate with `Authorization: Bearer <token>` (mint one at /settings/tokens); the "
+        "dashboard uses its session cookie plus an X-CSRFToken header. A project-scoped token sees only its "
+        "project, exactly as over MCP. Errors are `{\"error\": {\"code\", \"message\", \"details\"}}`; lists "
+        "are `{\"items\", \"nextCursor\"}`: pass nextCursor back as `cursor` for the next page."
+    ),
+    auth=API_AUTH,
+    urls_namespace="api-v1",
+    docs_url="/docs",
+)
+install_error_handlers(api)
+
+# (path prefix, dotted path of a ninja Router), in the order the docs list them.
+ROUTERS: list[tuple[str, str]] = [
+    ("/projects", "projects.api.projects.router"),
+    ("/tokens", "projects.api.tokens.router"),
+    ("/knowledge", "knowledge.api.knowledge.router"),
+    ("/action-items", "knowledge.api.user.actions_router"),
+    ("/peer-card", "knowledge.api.user.peer_router"),
+    ("/sessions", "sessions.api.sessions.router"),
+    ("/export", "sessions.api.export.router"),
+]
+for prefix, dotted in ROUTERS:
+    api.add_router(prefix, import_string(dotted))
 
 View = Callable[..., HttpResponseBase]
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from projects.models import ApiToken, User
-from projects.selectors import token_digest
+from projects.selectors.accounts import token_digest
 from tests.support.proc import database_url_for_children, run_brain
 
 pytestmark = pytest.mark.django_db(transaction=True)

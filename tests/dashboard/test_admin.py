@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from knowledge.models import KnowledgeItem, ProposalStatus
 from projects.models import ApiToken, AuditEvent, User
-from projects.services import user_create
+from projects.services.accounts import user_create
 from sessions.models import JobStatus, SessionJob
 from tests.conftest import Tenant
 from tests.dashboard.world import World, build_world

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import dashboard
+from brain.bench import dashboard
 from knowledge.models import KnowledgeItem
 from projects.models import User
 from sessions.models import Session

@@ -17,8 +17,8 @@ import pytest
 from django.db import connections
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from sessions.autoskill import autoskill_work
-from sessions.jobs import session_job_run
+from sessions.services.autoskill import autoskill_work
+from sessions.services.jobs import session_job_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -8,12 +8,12 @@ from datetime import timedelta
 from django.utils import timezone
 
 from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, Proposal
-from knowledge.proposals import ProposalDraft, proposal_record_many
-from knowledge.services_curate import knowledge_delete
-from knowledge.services_teach import knowledge_teach
+from knowledge.services.curate import knowledge_delete
+from knowledge.services.proposals import ProposalDraft, proposal_record_many
+from knowledge.services.teach import knowledge_teach
 from projects.scope import Principal
 from sessions.models import Session
-from sessions.services_open import applications_record
+from sessions.services.open import applications_record
 from tests.conftest import Tenant
 from tests.support.closed_session import closed_session
 

@@ -9,10 +9,10 @@ import pytest
 
 from knowledge.models import KnowledgeItem
 from knowledge.scoring import Weights
-from knowledge.selectors import knowledge_search
-from knowledge.selectors_style import knowledge_live
-from knowledge.services import KnowledgeDraft, knowledge_create
-from knowledge.services_teach import knowledge_teach
+from knowledge.selectors.live import knowledge_live
+from knowledge.selectors.search import knowledge_search
+from knowledge.services.create import KnowledgeDraft, knowledge_create
+from knowledge.services.teach import knowledge_teach
 from tests.conftest import Tenant
 from tests.support.api import api_error, bearer
 

@@ -8,12 +8,12 @@ import pytest
 from django.test import Client
 
 from knowledge.models import KnowledgeItem
-from knowledge.selectors_style import peer_card_of
-from knowledge.services_peer import peer_card_set
-from knowledge.services_teach import knowledge_teach
+from knowledge.selectors.live import peer_card_of
+from knowledge.services.peer import peer_card_set
+from knowledge.services.teach import knowledge_teach
 from projects.scope import Principal
-from projects.services import project_ensure_named
-from sessions.services_open import action_items_open
+from projects.services.accounts import project_ensure_named
+from sessions.services.open import action_items_open
 from tests.conftest import Tenant
 from tests.support.api import api_error, bearer
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench import retrieval, scale
+from brain.bench import retrieval, scale
 from knowledge.models import KnowledgeItem
 from projects.models import User
 from sessions.models import SessionEvent

@@ -12,11 +12,11 @@ from django.conf import settings
 from django.test import override_settings
 
 from brain.celery import app
-from knowledge.decay import decay_scope_run
-from knowledge.evolution import evolution_scope_run
 from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem
 from knowledge.nightly import NightlyScope, nightly_scopes
-from knowledge.services import KnowledgeDraft, knowledge_create
+from knowledge.services.create import KnowledgeDraft, knowledge_create
+from knowledge.services.decay import decay_scope_run
+from knowledge.services.evolution import evolution_scope_run
 from knowledge.tasks import nightly_decay
 from tests.conftest import Tenant
 from tests.support.fake_llm import FakeLlm, fake_llm_server

@@ -9,13 +9,13 @@ import pytest
 from django.utils import timezone
 
 from brain.errors import NotFound, ValidationFailed
-from knowledge.backfill import embeddings_backfill
 from knowledge.embeddings import LOCAL_MODEL_NAME
 from knowledge.injection import build_injection, count_tokens
 from knowledge.models import KnowledgeItem
-from knowledge.selectors import knowledge_search
-from knowledge.services import KnowledgeDraft, knowledge_create, knowledge_create_many
-from sessions.cli_embeddings import targets
+from knowledge.selectors.search import knowledge_search
+from knowledge.services.backfill import embeddings_backfill
+from knowledge.services.create import KnowledgeDraft, knowledge_create, knowledge_create_many
+from sessions.cli.embeddings import targets
 from tests.conftest import Tenant
 
 LABELLED = [
@@ -83,7 +83,7 @@ def test_second_tenant_identical_text_never_appears(tenant_a: Tenant, tenant_b: 
 
 
 def test_project_token_sees_only_its_project_and_personal_rows(tenant_a: Tenant) -> None:
-    from projects.services import project_ensure_named
+    from projects.services.accounts import project_ensure_named
 
     other, _ = project_ensure_named(user=tenant_a.user, name="Other")
     here = knowledge_create(owner=tenant_a.user, project=tenant_a.project, draft=KnowledgeDraft("Lint with ruff"))

@@ -8,10 +8,10 @@ import pytest
 
 from brain.errors import ForbiddenProject, ValidationFailed
 from knowledge.models import KnowledgeItem
-from knowledge.selectors_style import skills_active, skills_find, user_style
-from knowledge.services import KnowledgeDraft, knowledge_create_many
-from knowledge.services_peer import peer_card_set
-from knowledge.services_teach import knowledge_teach
+from knowledge.selectors.live import skills_active, skills_find, user_style
+from knowledge.services.create import KnowledgeDraft, knowledge_create_many
+from knowledge.services.peer import peer_card_set
+from knowledge.services.teach import knowledge_teach
 from tests.conftest import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -54,7 +54,7 @@ def test_supersede_only_own_same_project(tenant_a: Tenant, tenant_b: Tenant) -> 
 
 
 def test_supersede_ignores_other_project(tenant_a: Tenant) -> None:
-    from sessions.services_open import session_open
+    from sessions.services.open import session_open
 
     other = session_open(principal=tenant_a.principal, project_name="Other").session.project
     there = knowledge_teach(principal=tenant_a.principal, rule="use isort", project_id=str(other.id)).item

@@ -9,8 +9,8 @@ from django.db import connection
 
 from knowledge import term_stats
 from knowledge.search import Fusion, hybrid_candidates
-from knowledge.selectors import KNOWLEDGE_TABLE, knowledge_scope, knowledge_search
-from knowledge.services import KnowledgeDraft, knowledge_create_many
+from knowledge.selectors.search import KNOWLEDGE_TABLE, knowledge_scope, knowledge_search
+from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from knowledge.term_stats import TermStats, generating_terms
 from tests.conftest import Tenant
 

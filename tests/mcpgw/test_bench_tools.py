@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import tools
+from brain.bench import tools
 from knowledge.models import KnowledgeItem
 from projects.models import User
 from tests.support.bench import bench_report

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from knowledge.services import KnowledgeDraft, knowledge_create_many
+from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from tests.conftest import Tenant
 from tests.mcpgw.conftest import Mcp, call_tool
 

@@ -10,7 +10,7 @@ from django.test import Client
 
 from mcpgw import protocol as p
 from projects.models import Project
-from projects.services import token_create, user_create
+from projects.services.accounts import token_create, user_create
 from tests.mcpgw.conftest import Mcp, call_tool
 
 

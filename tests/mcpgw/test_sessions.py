@@ -13,7 +13,7 @@ from mcpgw.models import McpSession
 from mcpgw.services import mcp_sessions_sweep
 from mcpgw.tasks import sweep_idle_sessions
 from projects.models import ApiToken
-from projects.services import token_revoke
+from projects.services.accounts import token_revoke
 from tests.mcpgw.conftest import Mcp, call_tool, ops
 
 

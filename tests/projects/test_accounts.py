@@ -9,7 +9,7 @@ from django.core import mail
 from django.test import Client
 
 from projects.models import LoginThrottle, Membership, Org, User
-from projects.throttle import EMAIL_LIMIT
+from projects.services.throttle import EMAIL_LIMIT
 from tests.conftest import Tenant
 
 PASSWORD = "correct horse battery staple"

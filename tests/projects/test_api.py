@@ -6,9 +6,9 @@ import pytest
 from django.test import Client
 
 from projects.models import ApiToken, Project
-from projects.selectors import projects_visible, token_for_raw
-from projects.services import project_ensure_named
-from projects.services_orgs import org_create
+from projects.selectors.accounts import projects_visible, token_for_raw
+from projects.services.accounts import project_ensure_named
+from projects.services.orgs import org_create
 from tests.conftest import Tenant
 from tests.support.api import api_error, bearer
 

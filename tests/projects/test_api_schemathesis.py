@@ -18,9 +18,9 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
 from brain.wsgi import application
-from knowledge.services_teach import knowledge_teach
+from knowledge.services.teach import knowledge_teach
 from projects.scope import Principal
-from projects.services import token_create
+from projects.services.accounts import token_create
 from tests.factories import make_tenant
 from tests.support.closed_session import closed_session
 

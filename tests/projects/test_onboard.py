@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from projects.views_onboard import render_script
+from projects.views.onboard import render_script
 from tests.factories import make_tenant
 from tests.support.proc import free_port
 

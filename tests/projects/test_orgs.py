@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from projects.models import Invitation, Membership, Org
-from projects.services_orgs import invitation_create, org_create
+from projects.services.orgs import invitation_create, org_create
 from tests.conftest import Tenant
 
 

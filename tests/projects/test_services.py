@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from brain.errors import Conflict, NotFound, ValidationFailed
 from projects.models import ApiToken, Membership, Org, Project
-from projects.selectors import project_visible, projects_visible, token_digest, token_for_raw
-from projects.services import (
+from projects.selectors.accounts import project_visible, projects_visible, token_digest, token_for_raw
+from projects.services.accounts import (
     project_ensure_default,
     project_ensure_named,
     token_create,

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from projects.models import ApiToken
-from projects.selectors import token_for_raw
+from projects.selectors.accounts import token_for_raw
 from tests.conftest import Tenant
 
 

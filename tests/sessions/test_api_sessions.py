@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from knowledge.services_peer import peer_card_set
-from knowledge.services_teach import knowledge_teach
+from knowledge.services.peer import peer_card_set
+from knowledge.services.teach import knowledge_teach
 from projects.models import ApiToken
-from projects.services import project_ensure_named
+from projects.services.accounts import project_ensure_named
 from sessions.models import Session
-from sessions.selectors_owned import sessions_owned
+from sessions.selectors.owned import sessions_owned
 from tests.conftest import Tenant
 from tests.support.api import api_error, bearer
 from tests.support.closed_session import closed_session

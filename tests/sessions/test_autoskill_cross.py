@@ -12,11 +12,12 @@ from django.test import override_settings
 
 from brain.errors import Conflict, NotFound, ValidationFailed
 from knowledge.models import KnowledgeItem, Proposal, ProposalStatus
-from knowledge.proposals import proposal_approve, proposal_reject, proposals_pending
-from knowledge.services import KnowledgeDraft, knowledge_create
-from sessions.autoskill import autoskill_work, score_candidates
-from sessions.cross_session import cross_session_run_all
-from sessions.jobs import session_job_run
+from knowledge.selectors.dashboard import proposals_pending
+from knowledge.services.create import KnowledgeDraft, knowledge_create
+from knowledge.services.proposals import proposal_approve, proposal_reject
+from sessions.services.autoskill import autoskill_work, score_candidates
+from sessions.services.cross_session import cross_session_run_all
+from sessions.services.jobs import session_job_run
 from tests.conftest import Tenant
 from tests.support.closed_session import closed_session
 

@@ -11,15 +11,15 @@ from django.test import override_settings
 from django.utils import timezone
 
 from brain.errors import ForbiddenProject, NotFound, ValidationFailed
-from knowledge.services_teach import knowledge_teach
+from knowledge.services.teach import knowledge_teach
 from sessions.models import ApplicationRole, SessionKnowledgeApplication
-from sessions.selectors_oracle import oracle_ask
-from sessions.selectors_owned import sessions_recent
-from sessions.selectors_search import sessions_find
-from sessions.services_events import MAX_PAYLOAD_BYTES, session_event_record
-from sessions.services_open import session_open
-from sessions.services_outcome import OutcomeReport, session_report_outcome
-from sessions.services_retrieve import knowledge_retrieve
+from sessions.selectors.oracle import oracle_ask
+from sessions.selectors.owned import sessions_recent
+from sessions.selectors.search import sessions_find
+from sessions.services.events import MAX_PAYLOAD_BYTES, session_event_record
+from sessions.services.open import session_open
+from sessions.services.outcome import OutcomeReport, session_report_outcome
+from sessions.services.retrieve import knowledge_retrieve
 from tests.conftest import Tenant
 from tests.support.fake_llm import FakeLlm, fake_llm_server
 

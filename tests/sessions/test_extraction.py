@@ -12,9 +12,9 @@ from django.conf import settings
 from django.test import override_settings
 
 from knowledge.models import KnowledgeItem, LlmUsage
-from sessions.extraction import extract_work
-from sessions.jobs import session_job_run
 from sessions.models import JobStatus, SessionJob
+from sessions.services.extraction import extract_work
+from sessions.services.jobs import session_job_run
 from tests.conftest import Tenant
 from tests.support.closed_session import closed_session
 from tests.support.fake_llm import FakeLlm, fake_llm_server

@@ -14,10 +14,10 @@ from django.utils import timezone
 from brain.celery import app
 from brain.errors import ValidationFailed
 from knowledge.models import KnowledgeItem
-from knowledge.services import KnowledgeDraft, knowledge_create
-from sessions import cli_jobs
-from sessions.jobs import Claim, TransientJobError, session_job_run, session_jobs_requeue
+from knowledge.services.create import KnowledgeDraft, knowledge_create
+from sessions.cli import jobs as cli_jobs
 from sessions.models import JobStatus, Session, SessionJob
+from sessions.services.jobs import Claim, TransientJobError, session_job_run, session_jobs_requeue
 from sessions.tasks import session_autoskill, session_extract
 from tests.conftest import Tenant
 from tests.support.closed_session import closed_session

@@ -22,10 +22,10 @@ from django.test import override_settings
 
 from brain.celery import app
 from knowledge.models import KnowledgeItem
-from sessions.jobs import session_jobs_requeue
 from sessions.models import JobStatus, Session, SessionJob
-from sessions.services import session_event_log, session_start
-from sessions.services_outcome import OutcomeReport, session_report_outcome
+from sessions.services.events import session_event_log, session_start
+from sessions.services.jobs import session_jobs_requeue
+from sessions.services.outcome import OutcomeReport, session_report_outcome
 from tests.conftest import Tenant
 from tests.support.fake_llm import FakeLlm, fake_llm_server
 from tests.support.proc import database_url_for_children, free_port

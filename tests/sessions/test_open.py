@@ -9,12 +9,12 @@ import pytest
 from django.test import override_settings
 
 from brain.errors import ForbiddenProject, ValidationFailed
-from knowledge.services_teach import knowledge_teach
+from knowledge.services.teach import knowledge_teach
 from projects.models import Project
 from projects.scope import Principal
-from projects.services import user_create
+from projects.services.accounts import user_create
 from sessions.models import ApplicationRole, Session, SessionKnowledgeApplication
-from sessions.services_open import session_open
+from sessions.services.open import session_open
 from tests.conftest import Tenant
 
 pytestmark = pytest.mark.django_db

@@ -8,11 +8,11 @@ import pytest
 
 from brain.errors import NotFound, ValidationFailed
 from knowledge.models import KnowledgeItem
-from knowledge.services_teach import knowledge_teach
+from knowledge.services.teach import knowledge_teach
 from sessions.models import ApplicationRole, SessionEvent, SessionJob, SessionKnowledgeApplication
 from sessions.outcome_rules import HINT_GENTLE, HINT_STRONG, quality_score
-from sessions.services_open import session_open
-from sessions.services_outcome import OutcomeReport, session_report_outcome
+from sessions.services.open import session_open
+from sessions.services.outcome import OutcomeReport, session_report_outcome
 from tests.conftest import Tenant
 
 pytestmark = pytest.mark.django_db

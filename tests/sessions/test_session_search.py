@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from brain.errors import NotFound, ValidationFailed
 from sessions.models import SessionEvent
-from sessions.selectors import session_search
-from sessions.services import EventDraft, session_event_log, session_events_log_many, session_start
+from sessions.selectors.search import session_search
+from sessions.services.events import EventDraft, session_event_log, session_events_log_many, session_start
 from tests.conftest import Tenant
 
 TURNS = [
@@ -55,7 +55,7 @@ def test_second_tenant_identical_events_never_appear(tenant_a: Tenant, tenant_b:
 
 
 def test_project_token_and_time_window_narrow_the_search(tenant_a: Tenant) -> None:
-    from projects.services import project_ensure_named
+    from projects.services.accounts import project_ensure_named
 
     old = _day(tenant_a, 30, ["Deployed the search service with blue green"])
     new = _day(tenant_a, 1, ["Deployed the search service with canaries"])
@@ -88,7 +88,7 @@ def test_bad_event_type_changes_nothing(tenant_a: Tenant) -> None:
 
 def test_a_session_scores_by_its_best_event_plus_a_decaying_share_of_the_rest(tenant_a: Tenant,
                                                                               tenant_b: Tenant) -> None:
-    from sessions.selectors import SESSION_EVENT_DECAY, EventHit, _sessions_of
+    from sessions.selectors.search import SESSION_EVENT_DECAY, EventHit, _sessions_of
 
     one, two = _day(tenant_a, 2, []), _day(tenant_a, 1, [])
 
@@ -119,7 +119,7 @@ SURVEY = (
 def test_vector_ranking_prefers_the_short_statement_over_a_long_survey_of_the_topic(
     tenant_a: Tenant, tenant_b: Tenant,
 ) -> None:
-    from knowledge.selectors import fusion_from_settings
+    from knowledge.selectors.search import fusion_from_settings
 
     session = _day(tenant_a, 1, [SURVEY, "Billing runs on PostgreSQL 15."])
     _day(tenant_b, 1, ["Billing runs on PostgreSQL 15."])

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from projects.models import Project, User
 from sessions.models import Session
-from sessions.services import EventDraft, session_events_log_many, session_start
+from sessions.services.events import EventDraft, session_events_log_many, session_start
 
 
 def closed_session(

@@ -1,0 +1,185 @@
+"""`brain bench mcp`: tools/call latency and throughput of brain_list_projects over /mcp, both eras.
+
+By default it starts its own `brain serve` (web only) on a temporary data dir and a free port, creates a
+user and a token there, measures, and stops everything, so it runs on a clean checkout. Pass --url and
+--token to measure a running brain instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from mcpgw import protocol as p
+
+HELP = "benchmark MCP tools/call (brain_list_projects): p50/p95 latency and calls/s, both eras"
+MODERN = p.MODERN_VERSIONS[-1]
+TOOL = "brain_list_projects"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="a running brain (default: start a temporary one)")
+    parser.add_argument("--token", help="bearer token for --url (default $BRAIN_MCP_TOKEN)")
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=2000, help="tools/call requests per era")
+    parser.add_argument("--era", choices=["both", "legacy", "modern"], default="both")
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers of the temporary server")
+
+
+def _brain(*args: str, env: dict[str, str]) -> str:
+    exe = shutil.which("brain", path=str(Path(sys.executable).parent)) or "brain"
+    done = subprocess.run([exe, *args], env=env, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise SystemExit(f"brain {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"brain serve exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise SystemExit("the temporary brain did not become ready within 120 s")
+
+
+@contextmanager
+def temporary_brain(web_workers: int) -> Iterator[tuple[str, str]]:
+    """(url, token) of a fresh brain on a temp data dir; everything is stopped and removed afterwards."""
+    data_dir = Path(tempfile.mkdtemp(prefix="brain-bench-"))
+    port = _free_port()
+    env = {**os.environ, "BRAIN_DATA_DIR": str(data_dir), "BRAIN_PORT": str(port), "BRAIN_LOG_LEVEL": "WARNING"}
+    env.pop("DATABASE_URL", None)
+    exe = shutil.which("brain", path=str(Path(sys.executable).parent)) or "brain"
+    proc = subprocess.Popen([exe, "serve", "--no-worker", "--web-workers", str(web_workers)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, proc)
+        _brain("user", "create", "--email", "bench@example.test", env=env)
+        _brain("manage", "shell", "-c", "from projects.selectors.accounts import user_by_email; "
+               "from projects.services.accounts import project_ensure_named as e; "
+               "u=user_by_email(email='bench@example.test');"
+               "[e(user=u, name=f'Bench {i}') for i in range(5)]", env=env)
+        yield url, _brain("token", "create", "--email", "bench@example.test", "--name", "bench", env=env)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _meta() -> dict[str, Any]:
+    return {p.PROTOCOL_VERSION_META_KEY: MODERN, p.CLIENT_CAPABILITIES_META_KEY: {},
+            p.CLIENT_INFO_META_KEY: {"name": "brain-bench", "version": "1"}}
+
+
+async def _post(http: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+    # gunicorn closes keep-alive connections idle for 2 s; a request that raced such a close is sent
+    # again on a fresh connection, as any HTTP client pool does (brain_list_projects is read-only).
+    try:
+        return await http.post(url, json=body, headers=headers)
+    except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError):
+        return await http.post(url, json=body, headers=headers)
+
+
+async def _open(http: httpx.AsyncClient, url: str, modern: bool) -> dict[str, str]:
+    """Per-client headers for tools/call: a fresh legacy session, or the stateless headers."""
+    if modern:
+        return {p.VERSION_HEADER: MODERN, p.METHOD_HEADER: "tools/call", p.NAME_HEADER: TOOL}
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": p.LATEST_LEGACY, "capabilities": {}, "clientInfo": {"name": "brain-bench", "version": "1"}}}
+    response = await _post(http, url, init, {})
+    headers = {p.SESSION_HEADER: response.headers[p.SESSION_HEADER], p.VERSION_HEADER: p.LATEST_LEGACY}
+    await _post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+    return headers
+
+
+async def _client(http: httpx.AsyncClient, url: str, modern: bool, remaining: list[int],
+                  latencies: list[float], errors: list[str]) -> None:
+    headers = await _open(http, url, modern)
+    params: dict[str, Any] = {"name": TOOL, "arguments": {}}
+    if modern:
+        params["_meta"] = _meta()
+    while remaining[0] > 0:
+        remaining[0] -= 1
+        body = {"jsonrpc": "2.0", "id": remaining[0], "method": "tools/call", "params": params}
+        started = time.perf_counter()
+        response = await _post(http, url, body, headers)
+        latencies.append(time.perf_counter() - started)
+        if response.status_code != 200 or response.json().get("result", {}).get("isError", True):
+            errors.append(f"HTTP {response.status_code}: {response.text[:200]}")
+    if not modern:
+        await http.delete(url, headers=headers)
+
+
+async def measure(url: str, token: str, *, modern: bool, clients: int, calls: int) -> dict[str, float]:
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    auth = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    latencies: list[float] = []
+    errors: list[str] = []
+    async with httpx.AsyncClient(headers=auth, limits=limits, timeout=60) as http:
+        started = time.perf_counter()
+        await asyncio.gather(*[_client(http, url, modern, [calls // clients], latencies, errors)
+                               for _ in range(clients)])
+        elapsed = time.perf_counter() - started
+    if errors:
+        raise SystemExit(f"{len(errors)} calls failed, first: {errors[0]}")
+    cuts = statistics.quantiles(latencies, n=100)
+    return {"calls": len(latencies), "p50": cuts[49] * 1000, "p95": cuts[94] * 1000, "p99": cuts[98] * 1000,
+            "rate": len(latencies) / elapsed}
+
+
+def _report(url: str, token: str, args: argparse.Namespace) -> None:
+    eras = {"both": ["legacy", "modern"], "legacy": ["legacy"], "modern": ["modern"]}[args.era]
+    print(f"brain bench mcp: {args.clients} clients, {args.calls} tools/call {TOOL} per era, {url}/mcp")
+    for era in eras:
+        asyncio.run(measure(f"{url}/mcp", token, modern=era == "modern", clients=args.clients, calls=100))  # warm-up
+        figures = asyncio.run(measure(f"{url}/mcp", token, modern=era == "modern", clients=args.clients,
+                                      calls=args.calls))
+        label = f"{era} ({p.LATEST_LEGACY if era == 'legacy' else MODERN})"
+        print(f"{label:<24} calls={figures['calls']:.0f}  p50={figures['p50']:.1f} ms  p95={figures['p95']:.1f} ms"
+              f"  p99={figures['p99']:.1f} ms  {figures['rate']:.0f} calls/s", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.url:
+        token = args.token or os.environ.get("BRAIN_MCP_TOKEN", "")
+        if not token:
+            print("brain bench mcp: --url needs --token or BRAIN_MCP_TOKEN", file=sys.stderr)
+            return 2
+        _report(args.url.rstrip("/").removesuffix("/mcp"), token, args)
+        return 0
+    print("brain bench mcp: starting a temporary brain (web only) ...", flush=True)
+    with temporary_brain(args.web_workers) as (url, token):
+        _report(url, token, args)
+    return 0

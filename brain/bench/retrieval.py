@@ -1,0 +1,160 @@
+"""`brain bench retrieval`: session-search quality and latency on LongMemEval records.
+
+Each distinct haystack becomes a fresh project of a throw-away bench user; every haystack session is
+opened with `session_start` and every turn logged as one event with `session_events_log_many` (the
+services behind the MCP tools), then each question runs through `session_search` (the selector behind
+`brain_session_search`) once per mode. The bench user and its data are deleted at the end (`--keep`
+keeps them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from brain.bench.lme import KEYS, Group, Tally, groups_of, load, share_found
+
+HELP = "measure session-search recall and latency on LongMemEval records (hybrid, fts, vector)"
+MODES = ("hybrid", "fts", "vector")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", required=True, type=Path, help="LongMemEval JSON (.json or .json.gz)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument("--keep", action="store_true", help="keep the bench user and its projects")
+    parser.add_argument("--reuse", metavar="EMAIL", help="query the data a --keep run left (skips ingest)")
+
+
+def _date(text: str | None) -> datetime:
+    for fmt in ("%Y/%m/%d (%a) %H:%M", "%Y/%m/%d"):
+        try:
+            return datetime.strptime(text or "", fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return datetime.now(UTC)
+
+
+def _ingest(user: Any, group: Group, index: int, progress: Any) -> tuple[Any, dict[Any, tuple[str, int]]]:
+    from projects.services.accounts import project_ensure_named
+    from sessions.services.events import EventDraft, session_events_log_many, session_start
+
+    project, _ = project_ensure_named(user=user, name=f"longmemeval {index}")
+    event_keys: dict[Any, tuple[str, int]] = {}
+    for position, (sid, turns) in enumerate(zip(group.haystack_ids, group.sessions, strict=True)):
+        started = _date(group.dates[position] if position < len(group.dates) else None)
+        session = session_start(user=user, project=project, client_type="longmemeval", started_at=started)
+        drafts = [EventDraft("turn", t["content"], {"role": t["role"], "turn": n, "haystack_session": sid}, started)
+                  for n, t in enumerate(turns)]
+        for n, event in enumerate(session_events_log_many(session=session, drafts=drafts)):
+            event_keys[event.id] = (sid, n)
+        event_keys[session.id] = (sid, -1)
+        progress.update(len(turns))
+    return project, event_keys
+
+
+def _stored(user: Any, index: int) -> tuple[Any, dict[Any, tuple[str, int]]]:
+    """The project and event keys a previous `--keep` run stored for group `index`."""
+    from projects.models import Project
+    from sessions.models import SessionEvent
+
+    project = Project.objects.get(org__personal_for=user, name=f"longmemeval {index}")
+    keys: dict[Any, tuple[str, int]] = {}
+    for event in SessionEvent.objects.filter(project=project, user=user).only("id", "session_id", "payload"):
+        sid = event.payload["haystack_session"]
+        keys[event.id] = (sid, event.payload["turn"])
+        keys[event.session_id] = (sid, -1)
+    return project, keys
+
+
+def _evaluate(principal: Any, project: Any, group: Group, keys: dict[Any, tuple[str, int]],
+              tallies: dict[str, Tally]) -> None:
+    from knowledge.embeddings import memo_clear
+    from sessions.selectors.search import session_search
+
+    for question in group.questions:
+        evidence_turns = {
+            (sid, n) for sid, turns in zip(group.haystack_ids, group.sessions, strict=True)
+            for n, turn in enumerate(turns) if turn.get("has_answer")
+        }
+        evidence_sessions = set(question.get("answer_session_ids") or [])
+        for mode in MODES:
+            memo_clear()  # each mode pays for the query embedding, as a fresh query would
+            start = time.perf_counter()
+            result = session_search(principal=principal, query=question["question"], limit=10,
+                                    project_id=project.id, mode=mode)
+            tallies[mode].latencies_ms.append((time.perf_counter() - start) * 1000)
+            turns_ranked = [keys[e.id] for e in result.events]
+            sessions_ranked = [keys[s.session_id][0] for s in result.sessions]
+            qtype = question["question_type"]
+            if evidence_turns:
+                tallies[mode].add(qtype, "turn_recall@5", share_found(evidence_turns, turns_ranked, 5))
+                tallies[mode].add(qtype, "turn_recall@10", share_found(evidence_turns, turns_ranked, 10))
+            if evidence_sessions:
+                tallies[mode].add(qtype, "session_recall@5", share_found(evidence_sessions, sessions_ranked, 5))
+                tallies[mode].add(qtype, "session_recall@10", share_found(evidence_sessions, sessions_ranked, 10))
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from projects.scope import Principal
+    from projects.selectors.accounts import user_by_email
+    from projects.services.accounts import user_create
+
+    if not args.input.is_file():
+        print(f"brain: no such file {args.input}; pass a LongMemEval JSON file with --input", file=sys.stderr)
+        return 2
+    records = load(args.input, args.limit)
+    groups = groups_of(records)
+    fresh = f"bench-{uuid.uuid4().hex[:10]}@bench.invalid"
+    user = user_by_email(email=args.reuse) if args.reuse else user_create(email=fresh)
+    principal = Principal(user=user)
+    tallies = {mode: Tally() for mode in MODES}
+    total_turns = sum(len(t) for g in groups for s in g.sessions for t in [s])
+    ingest_s = 0.0
+    try:
+        with tqdm(total=total_turns, unit="turn", desc="ingest", file=sys.stderr, disable=None) as bar:
+            for index, group in enumerate(groups):
+                start = time.perf_counter()
+                project, keys = _stored(user, index) if args.reuse else _ingest(user, group, index, bar)
+                ingest_s += time.perf_counter() - start
+                _evaluate(principal, project, group, keys, tallies)
+    finally:
+        if not (args.keep or args.reuse):
+            user.delete()
+        else:
+            print(f"bench data kept: --reuse {user.email}", file=sys.stderr)
+    report = {
+        "modes": {mode: tallies[mode].summary() for mode in MODES},
+        "questions": len(records), "haystacks": len(groups), "turns": total_turns,
+        "ingest_turns_per_s": round(total_turns / ingest_s, 1) if ingest_s and not args.reuse else None,
+    }
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [f"LongMemEval: {report['questions']} questions, {report['haystacks']} haystacks, "
+             f"{report['turns']} turns, ingest {report['ingest_turns_per_s']} turns/s", ""]
+    header = f"{'mode':<8} {'scope':<27} " + " ".join(f"{k:>17}" for k in KEYS)
+    lines += [header, "-" * len(header)]
+    for mode, data in report["modes"].items():
+        rows = [("overall", data["overall"]), *data["by_type"].items()]
+        for name, values in rows:
+            cells = " ".join(f"{_fmt(values[k]):>17}" for k in KEYS)
+            lines.append(f"{mode:<8} {name:<27} {cells}")
+    lines.append("")
+    for mode, data in report["modes"].items():
+        lines.append(f"{mode:<8} query ms p50 {data['query_ms']['p50']}  p95 {data['query_ms']['p95']}")
+    return "\n".join(lines)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

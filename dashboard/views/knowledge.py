@@ -1,0 +1,182 @@
+"""Knowledge pages: search (with why each hit ranks) and filtered list, detail, teach, edit, supersede,
+soft delete and restore. Writes go through the knowledge services."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from brain.errors import BrainError, NotFound
+from dashboard.common import int_param, page_context, principal_of, project_of
+from dashboard.forms import EditForm, KnowledgeSearchForm, SupersedeForm, TeachForm
+from knowledge.models import KnowledgeItem
+from knowledge.selectors.dashboard import (
+    KnowledgeFilters,
+    knowledge_list,
+    knowledge_one,
+    knowledge_sources,
+    source_session_ids,
+    supersession_chain,
+)
+from knowledge.selectors.search import knowledge_search
+from knowledge.services.curate import knowledge_delete, knowledge_edit, knowledge_restore, knowledge_supersede
+from knowledge.services.teach import knowledge_teach
+from projects.models import Project
+from sessions.selectors.dashboard import knowledge_applications, sessions_by_ids
+
+SEARCH_LIMIT = 20
+
+
+def _filters(form: KnowledgeSearchForm) -> KnowledgeFilters:
+    data = form.cleaned_data if form.is_valid() else {}
+    return KnowledgeFilters(
+        type=data.get("type") or "", tag=data.get("tag") or "", min_confidence=data.get("min_confidence"),
+        decay=data.get("decay") or "", source=data.get("source") or "", state=data.get("state") or "live",
+    )
+
+
+@login_required
+def knowledge_index(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    principal = principal_of(request)
+    form = KnowledgeSearchForm(request.GET or None)
+    filters, query = _filters(form), (form.cleaned_data.get("q", "") if form.is_valid() else "")
+    context: dict[str, Any] = {"form": form, "query": query, "sources": knowledge_sources(
+        principal=principal, project=project)}
+    if query:
+        result = knowledge_search(principal=principal, query=query, limit=SEARCH_LIMIT, project_id=project.id,
+                                  types=[filters.type] if filters.type else None, explain=True)
+        context.update(hits=[h for h in result.hits if _hit_passes(h, filters)], result=result)
+    else:
+        page = int_param(request, "page")
+        rows, more = knowledge_list(principal=principal, project=project, filters=filters, page=page,
+                                    floor=settings.BRAIN_RETRIEVAL["decay_floor"])
+        context.update(rows=rows, page=page, more=more, querystring=_without_page(request))
+    return render(request, "dashboard/knowledge_list.html", page_context(request, project, "knowledge", **context))
+
+
+def _hit_passes(hit: Any, filters: KnowledgeFilters) -> bool:
+    """Search already excludes retired rows; tag and confidence narrow the ranked hits further."""
+    if filters.tag and filters.tag.lower() not in hit.tags:
+        return False
+    return filters.min_confidence is None or hit.confidence >= filters.min_confidence
+
+
+def _without_page(request: HttpRequest) -> str:
+    query = request.GET.copy()
+    query.pop("page", None)
+    return query.urlencode()
+
+
+def _item(request: HttpRequest, project: Project, item_id: uuid.UUID) -> KnowledgeItem:
+    try:
+        return knowledge_one(principal=principal_of(request), project=project, item_id=item_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+
+
+@login_required
+def knowledge_detail(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    principal = principal_of(request)
+    item = _item(request, project, item_id)
+    context = page_context(
+        request, project, "knowledge", item=item,
+        chain=supersession_chain(principal=principal, project=project, item=item),
+        applications=knowledge_applications(principal=principal, item=item),
+        sources=sessions_by_ids(principal=principal, ids=source_session_ids(item=item)),
+        edit_form=EditForm(initial=_edit_initial(item), prefix="edit"), supersede_form=SupersedeForm(prefix="new"),
+    )
+    return render(request, "dashboard/knowledge_detail.html", context)
+
+
+def _edit_initial(item: KnowledgeItem) -> dict[str, Any]:
+    return {"content": item.content, "trigger": item.trigger, "rationale": item.rationale, "type": item.type,
+            "tags": ", ".join(item.tags), "confidence": item.confidence}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def knowledge_teach_view(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    form = TeachForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            taught = knowledge_teach(
+                principal=principal_of(request), rule=form.cleaned_data["rule"], type=form.cleaned_data["type"],
+                trigger=form.cleaned_data["trigger"], rationale=form.cleaned_data["rationale"],
+                tags=form.tag_list(), project_id=str(project.id),
+            )
+        except BrainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, "Taught. It is injected from the next session on.")
+            return redirect("dash_knowledge_detail", project_id=project.id, item_id=taught.item.id)
+    status = 400 if form.errors else 200
+    return render(request, "dashboard/knowledge_teach.html", page_context(request, project, "knowledge", form=form),
+                  status=status)
+
+
+@login_required
+@require_POST
+def knowledge_edit_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    item = _item(request, project, item_id)
+    form = EditForm(request.POST, prefix="edit")  # two forms share the page: prefixes keep ids unique
+    if form.is_valid():
+        data = form.cleaned_data
+        _attempt(request, "Saved.", lambda: knowledge_edit(
+            principal=principal_of(request), item_id=item.id, content=data["content"], trigger=data["trigger"],
+            rationale=data["rationale"], type=data["type"], tags=form.tag_list(), confidence=data["confidence"]))
+    else:
+        messages.error(request, _form_errors(form))
+    return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
+
+
+@login_required
+@require_POST
+def knowledge_supersede_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    item = _item(request, project, item_id)
+    form = SupersedeForm(request.POST, prefix="new")
+    if not form.is_valid():
+        messages.error(request, _form_errors(form))
+        return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
+    new = _attempt(request, "Superseded: the new row replaces this one.", lambda: knowledge_supersede(
+        principal=principal_of(request), item_id=item.id, content=form.cleaned_data["content"],
+        trigger=form.cleaned_data["trigger"], rationale=form.cleaned_data["rationale"]))
+    target = new.id if isinstance(new, KnowledgeItem) else item.id
+    return redirect("dash_knowledge_detail", project_id=project.id, item_id=target)
+
+
+@login_required
+@require_POST
+def knowledge_delete_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    item = _item(request, project, item_id)
+    restore = request.POST.get("restore") == "1"
+    service = knowledge_restore if restore else knowledge_delete
+    _attempt(request, "Restored." if restore else "Deleted. It no longer reaches sessions; restore it here.",
+             lambda: service(principal=principal_of(request), item_id=item.id))
+    return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
+
+
+def _attempt(request: HttpRequest, ok: str, call: Any) -> object:
+    try:
+        result = call()
+    except BrainError as exc:
+        messages.error(request, exc.message)
+        return None
+    messages.success(request, ok)
+    return result
+
+
+def _form_errors(form: Any) -> str:
+    return "; ".join(f"{field}: {' '.join(errs)}" for field, errs in form.errors.items())

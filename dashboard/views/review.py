@@ -1,0 +1,86 @@
+"""The review queue: autoskill proposals, contradictions and action items waiting for a person."""
+
+from __future__ import annotations
+
+import difflib
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from brain.errors import BrainError
+from dashboard.common import page_context, principal_of, project_of
+from dashboard.forms import RejectForm
+from knowledge.models import Proposal, ProposalKind
+from knowledge.selectors.dashboard import action_items, assignee, contradictions_open, proposals_for
+from knowledge.services.curate import contradiction_resolve
+from knowledge.services.proposals import proposal_approve, proposal_reject
+from projects.models import User
+
+
+def proposal_patch(proposal: Proposal) -> str:
+    """What approving changes, as a unified diff (a skill patch appends; a new row starts from nothing)."""
+    before = proposal.target.content.splitlines() if proposal.kind == ProposalKind.SKILL_PATCH and proposal.target \
+        else []
+    after = [*before, f"- {proposal.content.strip()}"] if before else proposal.content.splitlines()
+    name = "skill" if before else f"new {proposal.type}"
+    return "\n".join(difflib.unified_diff(before, after, f"{name} (now)", f"{name} (approved)", lineterm=""))
+
+
+@login_required
+def review(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    principal = principal_of(request)
+    proposals = proposals_for(principal=principal, project=project)
+    context = page_context(
+        request, project, "review", proposals=[(p, proposal_patch(p)) for p in proposals],
+        contradictions=contradictions_open(principal=principal, project=project), reject_form=RejectForm(),
+        decided=proposals_for(principal=principal, project=project, status="approved")[:10],
+    )
+    return render(request, "dashboard/review.html", context)
+
+
+@login_required
+@require_POST
+def proposal_decide(request: HttpRequest, project_id: uuid.UUID, proposal_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    assert isinstance(request.user, User)
+    try:
+        if request.POST.get("decision") == "approve":
+            proposal_approve(user=request.user, proposal_id=proposal_id)
+            messages.success(request, "Approved: the rule is live and searchable.")
+        else:
+            form = RejectForm(request.POST)
+            reason = form.cleaned_data["reason"] if form.is_valid() else ""
+            proposal_reject(user=request.user, proposal_id=proposal_id, reason=reason)
+            messages.success(request, "Rejected; the reason is kept with the proposal.")
+    except BrainError as exc:
+        messages.error(request, exc.message)
+    return redirect("dash_review", project_id=project.id)
+
+
+@login_required
+@require_POST
+def contradiction_resolve_view(request: HttpRequest, project_id: uuid.UUID, pair_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    try:
+        contradiction_resolve(principal=principal_of(request), contradiction_id=pair_id)
+    except BrainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Marked resolved.")
+    return redirect("dash_review", project_id=project.id)
+
+
+@login_required
+def actions(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    state = "resolved" if request.GET.get("state") == "resolved" else "open"
+    who = request.GET.get("for", "")[:254]
+    rows = action_items(principal=principal_of(request), project=project, state=state, assignee_email=who)
+    context = page_context(request, project, "actions", state=state, who=who,
+                           rows=[(r, assignee(r), "blocker" in r.tags) for r in rows])
+    return render(request, "dashboard/actions.html", context)

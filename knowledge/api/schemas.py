@@ -1,0 +1,149 @@
+"""Wire shapes of the knowledge, action item and peer card API (camelCase, like the MCP tools)."""
+# ruff: noqa: N815
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Field, Schema
+
+from knowledge.models import KnowledgeItem
+from knowledge.selectors.search import KnowledgeHit
+from projects.api.schemas import StrictIn
+
+Teachable = Literal["reflex", "recipe", "heuristic", "principle", "anti_principle", "action_item"]
+KnowledgeKind = Literal[
+    "reflex", "recipe", "heuristic", "principle", "anti_principle", "rule", "decision", "skill", "action_item"
+]
+
+
+class KnowledgeOut(Schema):
+    id: uuid.UUID
+    type: str
+    trigger: str
+    rule: str
+    rationale: str
+    tags: list[str]
+    projectId: uuid.UUID | None
+    isOwn: bool
+    source: str
+    stage: str | None
+    confidence: float
+    successCount: int
+    failureCount: int
+    framework: str
+    language: str
+    lastUsedAt: datetime | None
+    createdAt: datetime
+    updatedAt: datetime
+
+    @staticmethod
+    def fields_of(row: KnowledgeItem, user_id: Any) -> dict[str, Any]:
+        return {
+            "id": row.id, "type": row.type, "trigger": row.trigger, "rule": row.content, "rationale": row.rationale,
+            "tags": list(row.tags), "projectId": row.project_id, "isOwn": row.owner_id == user_id,
+            "source": row.source, "stage": row.stage or None, "confidence": row.confidence,
+            "successCount": row.success_count, "failureCount": row.failure_count, "framework": row.framework,
+            "language": row.language, "lastUsedAt": row.last_used_at, "createdAt": row.created_at,
+            "updatedAt": row.updated_at,
+        }
+
+    @staticmethod
+    def of(row: KnowledgeItem, user_id: Any) -> KnowledgeOut:
+        return KnowledgeOut(**KnowledgeOut.fields_of(row, user_id))
+
+
+class KnowledgePage(Schema):
+    items: list[KnowledgeOut]
+    nextCursor: str | None
+
+
+class KnowledgeHitOut(Schema):
+    id: uuid.UUID
+    type: str
+    trigger: str
+    rule: str
+    rationale: str
+    confidence: float
+    tags: list[str]
+    projectId: uuid.UUID | None
+    score: float
+    why: dict[str, float] = Field(description="the score's terms (explain=true)")
+
+    @staticmethod
+    def of(hit: KnowledgeHit) -> KnowledgeHitOut:
+        return KnowledgeHitOut(
+            id=hit.id, type=hit.type, trigger=hit.trigger, rule=hit.content, rationale=hit.rationale,
+            confidence=hit.confidence, tags=hit.tags, projectId=hit.project_id, score=hit.score,
+            why={k: float(v) for k, v in hit.explain.items()},
+        )
+
+
+class KnowledgeSearchOut(Schema):
+    items: list[KnowledgeHitOut]
+    retrieval: str = Field(description="hybrid, or fts_only when vectors were unavailable")
+    notice: str | None
+
+
+class TeachIn(StrictIn):
+    rule: str = Field(min_length=3, max_length=4000)
+    trigger: str = Field("", max_length=1000)
+    rationale: str = Field("", max_length=4000)
+    type: Teachable = "heuristic"
+    tags: list[str] = Field(default_factory=list, max_length=20)
+    projectId: uuid.UUID | None = Field(None, description="default: the token's project, else your first project")
+    framework: str = Field("", max_length=60)
+    language: str = Field("", max_length=60)
+    supersedesKnowledgeId: uuid.UUID | None = Field(None, description="retire this row of yours (same project)")
+
+
+class TaughtOut(KnowledgeOut):
+    supersededId: uuid.UUID | None
+
+
+class KnowledgeUpdateIn(StrictIn):
+    rule: str | None = Field(None, min_length=3, max_length=4000)
+    trigger: str | None = Field(None, max_length=1000)
+    rationale: str | None = Field(None, max_length=4000)
+    type: KnowledgeKind | None = None
+    tags: list[str] | None = Field(None, max_length=20)
+    confidence: float | None = Field(None, ge=0.0, le=1.0)
+
+
+class SupersedeIn(StrictIn):
+    rule: str = Field(min_length=3, max_length=4000)
+    trigger: str | None = Field(None, max_length=1000, description="default: the old row's trigger")
+    rationale: str | None = Field(None, max_length=4000, description="default: the old row's rationale")
+
+
+class ActionItemOut(Schema):
+    id: uuid.UUID
+    rule: str
+    tags: list[str]
+    projectId: uuid.UUID
+    blocker: bool
+    createdAt: datetime
+    resolvedAt: datetime | None
+
+    @staticmethod
+    def of(row: KnowledgeItem) -> ActionItemOut:
+        assert row.project_id is not None  # action items are always taught into a project
+        return ActionItemOut(id=row.id, rule=row.content, tags=list(row.tags), projectId=row.project_id,
+                             blocker="blocker" in row.tags, createdAt=row.created_at, resolvedAt=row.deleted_at)
+
+
+class ActionItemPage(Schema):
+    items: list[ActionItemOut]
+    nextCursor: str | None
+
+
+class PeerCardOut(Schema):
+    email: str
+    facts: dict[str, str]
+    updatedAt: datetime | None
+
+
+class PeerCardIn(StrictIn):
+    facts: dict[str, str] = Field(description="the whole card (at most 40 facts); keys left out are removed")

@@ -1,0 +1,137 @@
+"""Dashboard curation of knowledge: edit in place, supersede, soft delete and restore.
+
+Who may change a row: its owner, or an owner of the org of the row's project. Everyone else gets the
+same NOT_FOUND as for a row that does not exist. Deleting and superseding are written to the audit log."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from brain.errors import Conflict, NotFound, ValidationFailed
+from brain.logs import log_op
+from knowledge.models import Contradiction, KnowledgeItem, KnowledgeType
+from knowledge.services.create import KnowledgeDraft, embed_or_none, knowledge_create, knowledge_embedding_text
+from projects.models import AuditAction, Membership, User
+from projects.scope import Principal
+from projects.services.audit import audit_record
+
+logger = logging.getLogger(__name__)
+MAX_TAGS = 20
+
+
+def _editable(principal: Principal, item_id: uuid.UUID | str) -> KnowledgeItem:
+    try:
+        pk = uuid.UUID(str(item_id))
+    except ValueError:
+        raise NotFound(f"knowledge {item_id} not found") from None
+    owned_orgs = Membership.objects.filter(user=principal.user, role=Membership.Role.OWNER).values("org_id")
+    may = Q(owner=principal.user) | Q(project__org__in=owned_orgs)
+    if principal.is_project_scoped:
+        may &= Q(project_id=principal.token.project_id if principal.token else None)
+    item = KnowledgeItem.objects.select_for_update(of=("self",)).select_related("project").filter(may, pk=pk).first()
+    if item is None:
+        raise NotFound(f"knowledge {item_id} not found")
+    return item
+
+
+def _clean_tags(tags: Sequence[str]) -> list[str]:
+    clean = list(dict.fromkeys(t.strip().lower() for t in tags if t and t.strip()))
+    if len(clean) > MAX_TAGS or any(len(t) > 120 for t in clean):
+        raise ValidationFailed(f"tags: at most {MAX_TAGS}, each at most 120 characters")
+    return clean
+
+
+def _check(content: str, type: str, confidence: float) -> None:
+    if not 3 <= len(content.strip()) <= 4000:
+        raise ValidationFailed("the rule text must be 3-4000 characters")
+    if type not in KnowledgeType.values:
+        raise ValidationFailed(f"type must be one of {', '.join(KnowledgeType.values)}; got {type!r}")
+    if not 0.0 <= confidence <= 1.0:
+        raise ValidationFailed(f"confidence must be between 0 and 1; got {confidence}")
+
+
+def knowledge_edit(
+    *, principal: Principal, item_id: uuid.UUID | str, content: str, trigger: str, rationale: str,
+    type: str, tags: Sequence[str], confidence: float,
+) -> KnowledgeItem:
+    """Fixes a live row in place (a typo, a tag); re-embeds it when its text changed."""
+    _check(content, type, confidence)
+    clean_tags = _clean_tags(tags)
+    vectors, model = embed_or_none([knowledge_embedding_text(trigger=trigger, content=content)],
+                                   op="knowledge.embed_failed")
+    with transaction.atomic():
+        item = _editable(principal, item_id)
+        if item.deleted_at or item.superseded_by_id:
+            raise Conflict("only a live row can be edited; restore it first, or edit its successor")
+        text_changed = (item.content, item.trigger) != (content.strip(), trigger.strip())
+        item.content, item.trigger, item.rationale = content.strip(), trigger.strip(), rationale.strip()
+        item.type, item.tags, item.confidence = type, clean_tags, confidence
+        if text_changed:
+            item.embedding, item.embedding_model = (vectors[0], model) if vectors else (None, "")
+        item.save()
+    log_op(logger, "knowledge.edit", id=str(item.id)[:8], reembedded=text_changed)
+    return item
+
+
+def knowledge_supersede(
+    *, principal: Principal, item_id: uuid.UUID | str, content: str, trigger: str = "", rationale: str = "",
+) -> KnowledgeItem:
+    """Writes a successor (same type, tags and project, confidence 1.0) and retires the row behind it."""
+    with transaction.atomic():
+        old = _editable(principal, item_id)
+        if old.deleted_at or old.superseded_by_id:
+            raise Conflict("this row is already retired; supersede its successor instead")
+        _check(content, old.type, 1.0)
+        draft = KnowledgeDraft(content=content, type=old.type, trigger=trigger, rationale=rationale,
+                               tags=tuple(old.tags), source="edited", confidence=1.0,
+                               framework=old.framework, language=old.language)
+        new = knowledge_create(owner=principal.user, project=old.project, draft=draft)
+        old.superseded_by = new
+        old.save(update_fields=["superseded_by", "updated_at"])
+        audit_record(actor=principal.user, action=AuditAction.KNOWLEDGE_SUPERSEDED, project=old.project,
+                     target=f"knowledge:{old.id}", summary=f"by {new.id}: {content.strip()[:200]}")
+    return new
+
+
+def knowledge_delete(*, principal: Principal, item_id: uuid.UUID | str, actor: User | None = None) -> KnowledgeItem:
+    """Soft delete: the row leaves retrieval at once and can be restored. `actor` is who the audit log
+    names when it differs from the principal (staff acting in admin on the owner's behalf)."""
+    with transaction.atomic():
+        item = _editable(principal, item_id)
+        if item.deleted_at is None:
+            item.deleted_at = timezone.now()
+            item.save(update_fields=["deleted_at", "updated_at"])
+            audit_record(actor=actor or principal.user, action=AuditAction.KNOWLEDGE_DELETED, project=item.project,
+                         target=f"knowledge:{item.id}", summary=item.content[:200])
+    return item
+
+
+def knowledge_restore(*, principal: Principal, item_id: uuid.UUID | str, actor: User | None = None) -> KnowledgeItem:
+    """Undoes a soft delete."""
+    with transaction.atomic():
+        item = _editable(principal, item_id)
+        if item.deleted_at is not None:
+            item.deleted_at = None
+            item.save(update_fields=["deleted_at", "updated_at"])
+            audit_record(actor=actor or principal.user, action=AuditAction.KNOWLEDGE_RESTORED, project=item.project,
+                         target=f"knowledge:{item.id}", summary=item.content[:200])
+    return item
+
+
+def contradiction_resolve(*, principal: Principal, contradiction_id: uuid.UUID | str) -> Contradiction:
+    """Marks a contradiction handled (after superseding or deleting a side, or judging it a false alarm).
+    Only the owner of the pair may; others get NOT_FOUND."""
+    with transaction.atomic():
+        pair = Contradiction.objects.select_for_update().filter(pk=contradiction_id, owner=principal.user).first()
+        if pair is None:
+            raise NotFound(f"contradiction {contradiction_id} not found")
+        if pair.resolved_at is None:
+            pair.resolved_at = timezone.now()
+            pair.save(update_fields=["resolved_at", "updated_at"])
+    return pair

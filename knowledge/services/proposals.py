@@ -1,0 +1,97 @@
+"""Autoskill proposals: recorded idempotently, applied on approval, closed with a reason on rejection."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from brain.errors import Conflict, NotFound, ValidationFailed
+from knowledge.models import KnowledgeItem, KnowledgeType, Proposal, ProposalKind, ProposalStatus
+from knowledge.services.create import embed_or_none, knowledge_embedding_text
+from projects.models import AuditAction, Project, User
+from projects.services.audit import audit_record
+
+APPROVED_CONFIDENCE = 0.8  # a human vouched for it, but it has no outcomes yet
+
+
+@dataclass(frozen=True)
+class ProposalDraft:
+    target_key: str
+    kind: str
+    content: str
+    score: int
+    type: str = KnowledgeType.REFLEX
+    trigger: str = ""
+    rationale: str = ""
+    target_id: uuid.UUID | None = None
+    signals: Sequence[dict[str, object]] = field(default_factory=tuple)
+
+
+def proposal_record_many(
+    *, owner: User, project: Project | None, session_id: uuid.UUID, drafts: Sequence[ProposalDraft]
+) -> int:
+    """Stores the drafts not yet proposed for this (session, target); returns how many are new."""
+    rows = [
+        Proposal(owner=owner, project=project, session_id=session_id, target_key=d.target_key[:200], kind=d.kind,
+                 target_id=d.target_id, type=d.type, trigger=d.trigger, content=d.content, rationale=d.rationale,
+                 score=d.score, signals=list(d.signals))
+        for d in drafts
+    ]
+    with transaction.atomic():
+        before = Proposal.objects.filter(session_id=session_id).count()
+        Proposal.objects.bulk_create(rows, ignore_conflicts=True)
+        return Proposal.objects.filter(session_id=session_id).count() - before
+
+
+def _pending_for(user: User, proposal_id: uuid.UUID | str) -> Proposal:
+    proposal = Proposal.objects.select_for_update().filter(id=proposal_id, owner=user).first()
+    if proposal is None:
+        raise NotFound(f"proposal {proposal_id} not found")
+    if proposal.status != ProposalStatus.PENDING:
+        raise Conflict(f"proposal {proposal_id} was already {proposal.status}")
+    return proposal
+
+
+def _apply(proposal: Proposal, vector: list[float] | None, model: str) -> KnowledgeItem:
+    if proposal.kind == ProposalKind.SKILL_PATCH and proposal.target_id:
+        skill = KnowledgeItem.objects.select_for_update().get(id=proposal.target_id, owner=proposal.owner_id)
+        # Append-only: the skill keeps every line it had; the approved rule is added at the end.
+        skill.content = f"{skill.content.rstrip()}\n- {proposal.content.strip()}"
+        skill.save(update_fields=["content", "updated_at"])
+        return skill
+    return KnowledgeItem.objects.create(
+        owner_id=proposal.owner_id, project_id=proposal.project_id, type=proposal.type, trigger=proposal.trigger,
+        content=proposal.content, rationale=proposal.rationale, tags=["autoskill"], source="autoskill",
+        confidence=APPROVED_CONFIDENCE, embedding=vector, embedding_model=model if vector else "",
+    )
+
+
+def proposal_approve(*, user: User, proposal_id: uuid.UUID | str) -> Proposal:
+    """Applies a pending proposal of the user (new row, or text appended to the skill) and marks it approved."""
+    preview = Proposal.objects.filter(id=proposal_id, owner=user).first()
+    text = knowledge_embedding_text(trigger=preview.trigger, content=preview.content) if preview else ""
+    vectors, model = embed_or_none([text], op="knowledge.embed_failed") if text else (None, "")
+    with transaction.atomic():
+        proposal = _pending_for(user, proposal_id)
+        proposal.applied_item = _apply(proposal, vectors[0] if vectors else None, model)
+        proposal.status, proposal.decided_at = ProposalStatus.APPROVED, timezone.now()
+        proposal.save(update_fields=["applied_item", "status", "decided_at", "updated_at"])
+        audit_record(actor=user, action=AuditAction.PROPOSAL_APPROVED, project=proposal.project,
+                     target=f"proposal:{proposal.id}", summary=proposal.content[:200])
+    return proposal
+
+
+def proposal_reject(*, user: User, proposal_id: uuid.UUID | str, reason: str) -> Proposal:
+    """Closes a pending proposal of the user without applying it, keeping why."""
+    if not reason.strip():
+        raise ValidationFailed("reason must say why the proposal is rejected (it teaches the next run)")
+    with transaction.atomic():
+        proposal = _pending_for(user, proposal_id)
+        proposal.status, proposal.decided_at = ProposalStatus.REJECTED, timezone.now()
+        proposal.decision_reason = reason.strip()[:2000]
+        proposal.save(update_fields=["status", "decided_at", "decision_reason", "updated_at"])
+    return proposal

@@ -1,0 +1,89 @@
+"""Teaching: a rule the user states outright, stored at full confidence, optionally retiring its predecessor."""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from brain.errors import ValidationFailed
+from brain.logs import log_op
+from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.services.create import KnowledgeDraft, knowledge_create
+from projects.models import AuditAction
+from projects.scope import Principal
+from projects.services.audit import audit_record
+from projects.services.resolve import project_resolve
+
+logger = logging.getLogger(__name__)
+TEACHABLE = ("reflex", "recipe", "heuristic", "principle", "anti_principle", "action_item")
+MAX_TAGS = 20
+_MEETING = re.compile(r"^meeting:\d{4}-\d{2}-\d{2}-[a-z0-9][a-z0-9-]*$")
+_EMAIL = re.compile(r"^for:[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+@dataclass(frozen=True)
+class Taught:
+    item: KnowledgeItem
+    superseded_id: uuid.UUID | None
+
+
+def _tags(tags: Sequence[str], kind: str) -> list[str]:
+    clean = list(dict.fromkeys(t.strip().lower() for t in tags if t and t.strip()))
+    if len(clean) > MAX_TAGS or any(len(t) > 120 for t in clean):
+        raise ValidationFailed(f"tags: at most {MAX_TAGS}, each at most 120 characters")
+    if kind != KnowledgeType.ACTION_ITEM:
+        return clean
+    if not {"action-item", "open-question"} & set(clean):
+        raise ValidationFailed("an action_item needs the tag 'action-item' or 'open-question'")
+    if not any(_EMAIL.match(t) for t in clean):
+        raise ValidationFailed("an action_item needs an assignee tag 'for:<email>'")
+    bad = [t for t in clean if t.startswith("meeting:") and not _MEETING.match(t)]
+    if bad:
+        raise ValidationFailed(f"meeting tags look like 'meeting:YYYY-MM-DD-slug'; got {bad[0]!r}")
+    return clean
+
+
+def _supersede(*, principal: Principal, new: KnowledgeItem, old_id: str | None) -> uuid.UUID | None:
+    """Retires the predecessor only when the caller owns it and it sits in the same project; else ignored."""
+    try:
+        pk = uuid.UUID(str(old_id)) if old_id else None
+    except ValueError:
+        return None
+    if pk is None or pk == new.id:
+        return None
+    done = KnowledgeItem.objects.filter(
+        id=pk, owner=principal.user, project=new.project, deleted_at__isnull=True, superseded_by__isnull=True,
+    ).update(superseded_by=new)
+    return pk if done else None
+
+
+def knowledge_teach(
+    *, principal: Principal, rule: str, type: str = "heuristic", trigger: str = "", rationale: str = "",
+    tags: Sequence[str] = (), project_id: str | None = None, framework: str = "", language: str = "",
+    supersedes_knowledge_id: str | None = None,
+) -> Taught:
+    """Stores the rule at confidence 1.0 in the resolved project (the caller's token scope applies)."""
+    if type not in TEACHABLE:
+        raise ValidationFailed(f"type must be one of {', '.join(TEACHABLE)}; got {type!r}")
+    if len(rule.strip()) < 3 or len(rule) > 4000:
+        raise ValidationFailed("rule must be 3-4000 characters")
+    if len(trigger) > 1000 or len(rationale) > 4000:
+        raise ValidationFailed("trigger is limited to 1000 characters and rationale to 4000")
+    draft = KnowledgeDraft(
+        content=rule, type=type, trigger=trigger, rationale=rationale, tags=_tags(tags, type), source="taught",
+        confidence=1.0, framework=framework[:60], language=language[:60],
+    )
+    project = project_resolve(principal=principal, project_id=project_id).project
+    with transaction.atomic():
+        item = knowledge_create(owner=principal.user, project=project, draft=draft)
+        superseded = _supersede(principal=principal, new=item, old_id=supersedes_knowledge_id)
+        if superseded:
+            audit_record(actor=principal.user, action=AuditAction.KNOWLEDGE_SUPERSEDED, project=project,
+                         target=f"knowledge:{superseded}", summary=f"by {item.id}: {rule.strip()[:200]}")
+    log_op(logger, "knowledge.teach", type=type, project=str(project.id)[:8], superseded=bool(superseded))
+    return Taught(item, superseded)

@@ -1,0 +1,26 @@
+"""`brain token revoke --email E --prefix PREFIX`."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "revoke a token by its prefix (as shown in the token list)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--email", required=True)
+    parser.add_argument("--prefix", required=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from brain.errors import NotFound
+    from projects.selectors.accounts import tokens_of, user_by_email
+    from projects.services.accounts import token_revoke
+
+    user = user_by_email(email=args.email)
+    token = tokens_of(user=user).filter(prefix=args.prefix.rstrip("…")).first()
+    if token is None:
+        raise NotFound(f"{user.email} has no token with prefix {args.prefix!r}")
+    token_revoke(user=user, token_id=token.pk)
+    print(f"revoked {token.prefix}")
+    return 0

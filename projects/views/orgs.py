@@ -1,0 +1,156 @@
+"""Org pages: the caller's orgs, a new team, members, roles and invitations by e-mail link."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.mail import send_mail
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from brain.errors import BrainError, NotFound
+from projects.forms import InviteForm, OrgCreateForm, RoleForm
+from projects.models import Org, User
+from projects.selectors.orgs import (
+    invitations_open,
+    memberships_of_org,
+    memberships_of_user,
+    org_of_member,
+    role_in,
+)
+from projects.services.orgs import (
+    invitation_accept,
+    invitation_create,
+    invitation_revoke,
+    membership_remove,
+    membership_set_role,
+    org_create,
+)
+
+
+def _user(request: HttpRequest) -> User:
+    assert isinstance(request.user, User)  # login_required guarantees it
+    return request.user
+
+
+def _org_or_404(user: User, slug: str) -> Org:
+    try:
+        return org_of_member(user=user, slug=slug)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def org_list(request: HttpRequest) -> HttpResponse:
+    form = OrgCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            org = org_create(user=_user(request), name=form.cleaned_data["name"])
+        except BrainError as exc:
+            form.add_error("name", exc.message)
+        else:
+            return redirect("org_detail", slug=org.slug)
+    memberships = memberships_of_user(user=_user(request))
+    return render(request, "orgs/list.html", {"memberships": memberships, "form": form})
+
+
+@login_required
+@require_GET
+def org_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    user = _user(request)
+    org = _org_or_404(user, slug)
+    context = {
+        "org": org, "role": role_in(user=user, org=org), "members": memberships_of_org(user=user, org=org),
+        "invitations": invitations_open(user=user, org=org), "invite_form": InviteForm(),
+    }
+    return render(request, "orgs/detail.html", context)
+
+
+def _send_invitation(request: HttpRequest, *, org_name: str, email: str, raw: str, inviter: str) -> None:
+    link = request.build_absolute_uri(reverse("invitation_accept", args=[raw]))
+    body = render_to_string("orgs/invitation_email.txt", {"org": org_name, "link": link, "inviter": inviter})
+    send_mail(f"Join {org_name} on External Brain", body, settings.DEFAULT_FROM_EMAIL, [email])
+
+
+@login_required
+@require_POST
+def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
+    user = _user(request)
+    org = _org_or_404(user, slug)
+    form = InviteForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Enter a valid e-mail address and role.")
+        return redirect("org_detail", slug=slug)
+    try:
+        invitation, raw = invitation_create(user=user, org=org, **form.cleaned_data)
+    except BrainError as exc:
+        messages.error(request, exc.message)
+    else:
+        _send_invitation(request, org_name=org.name, email=invitation.email, raw=raw, inviter=user.email)
+        messages.success(request, f"Invitation sent to {invitation.email}.")
+    return redirect("org_detail", slug=slug)
+
+
+@login_required
+@require_POST
+def org_invitation_revoke(request: HttpRequest, slug: str, invitation_id: uuid.UUID) -> HttpResponse:
+    user = _user(request)
+    try:
+        invitation_revoke(user=user, org=_org_or_404(user, slug), invitation_id=invitation_id)
+        messages.success(request, "Invitation revoked.")
+    except BrainError as exc:
+        messages.error(request, exc.message)
+    return redirect("org_detail", slug=slug)
+
+
+@login_required
+@require_POST
+def org_member_role(request: HttpRequest, slug: str, membership_id: uuid.UUID) -> HttpResponse:
+    user = _user(request)
+    form = RoleForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise BrainError("choose owner or member")
+        org = _org_or_404(user, slug)
+        membership_set_role(user=user, org=org, membership_id=membership_id, role=form.cleaned_data["role"])
+        messages.success(request, "Role changed.")
+    except BrainError as exc:
+        messages.error(request, exc.message)
+    return redirect("org_detail", slug=slug)
+
+
+@login_required
+@require_POST
+def org_member_remove(request: HttpRequest, slug: str, membership_id: uuid.UUID) -> HttpResponse:
+    user = _user(request)
+    try:
+        removed = membership_remove(user=user, org=_org_or_404(user, slug), membership_id=membership_id)
+    except BrainError as exc:
+        messages.error(request, exc.message)
+        return redirect("org_detail", slug=slug)
+    if removed.user_id == user.pk:
+        messages.success(request, "You left the org.")
+        return redirect("org_list")
+    messages.success(request, f"{removed.user.email} was removed.")
+    return redirect("org_detail", slug=slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def invitation_accept_view(request: HttpRequest, raw: str) -> HttpResponse:
+    if request.method == "GET":
+        return render(request, "orgs/invitation_accept.html", {"raw": raw})
+    try:
+        membership = invitation_accept(user=_user(request), raw=raw)
+    except BrainError as exc:
+        context = {"raw": raw, "error": exc.message}
+        return render(request, "orgs/invitation_accept.html", context, status=exc.http_status)
+    messages.success(request, f"You joined {membership.org.name}.")
+    return redirect("org_detail", slug=membership.org.slug)

@@ -1,0 +1,83 @@
+"""The token wizard: mint (raw secret shown once, with per-client set-up), list and revoke tokens."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
+
+from brain.errors import BrainError
+from projects.clients import CLIENTS, OSES, setup_steps
+from projects.forms import TokenMintForm
+from projects.models import User
+from projects.scope import Principal
+from projects.selectors.accounts import projects_visible, tokens_of
+from projects.services.accounts import token_create, token_revoke
+
+
+def public_base_url(request: HttpRequest) -> str:
+    """The address this page was served from: the host a person browses to is the one their agent can reach.
+
+    Behind a TLS-terminating proxy, set SECURE_PROXY_SSL_HEADER so the scheme comes out as https.
+    """
+    return request.build_absolute_uri("/").rstrip("/")
+
+
+def _wizard(base_url: str, token: str | None) -> list[dict[str, object]]:
+    return [
+        {"client": client, "oses": [
+            {"id": os_id, "name": os_name,
+             "steps": setup_steps(client_id=client.id, os_id=os_id, base_url=base_url, token=token)}
+            for os_id, os_name in OSES.items()
+        ]}
+        for client in CLIENTS.values()
+    ]
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens(request: HttpRequest) -> HttpResponse:
+    assert isinstance(request.user, User)
+    user = request.user
+    form = TokenMintForm(request.POST or None, projects=list(projects_visible(principal=Principal(user=user))))
+    context: dict[str, object] = {"form": form}
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            token, raw = token_create(
+                user=user, project=form.project(), label=form.cleaned_data["label"], expires_at=form.expires_at()
+            )
+        except BrainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            base = public_base_url(request)
+            context.update(minted=token, raw=raw, wizard=_wizard(base, raw), base_url=base)
+            context["form"] = TokenMintForm(projects=list(projects_visible(principal=Principal(user=user))))
+            status = 201
+    context["tokens"] = tokens_of(user=user)
+    return render(request, "tokens/tokens.html", context, status=status)
+
+
+@login_required
+@require_POST
+def token_revoke_view(request: HttpRequest, token_id: uuid.UUID) -> HttpResponse:
+    assert isinstance(request.user, User)
+    try:
+        token = token_revoke(user=request.user, token_id=token_id)
+    except BrainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Token {token.prefix}… revoked. Its next request fails.")
+    return redirect("tokens")
+
+
+@login_required
+def setup_guide(request: HttpRequest) -> HttpResponse:
+    """The same set-up instructions without a token, for people who already have one."""
+    return render(request, "tokens/setup.html", {"wizard": _wizard(public_base_url(request), None)})

@@ -1,0 +1,51 @@
+"""`brain embeddings backfill`: give every knowledge item and session event a vector of the current model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from django.db.models import Q
+
+HELP = "fill missing or stale embeddings of knowledge items and session events (resumable, idempotent)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch-size", type=int, default=64, help="rows embedded and committed together")
+
+
+def targets() -> list[object]:
+    from knowledge.models import KnowledgeItem
+    from knowledge.services.backfill import Target
+    from knowledge.services.create import knowledge_embedding_text
+    from sessions.models import SessionEvent
+
+    return [
+        Target("knowledge items", KnowledgeItem,
+               lambda row: knowledge_embedding_text(trigger=row.trigger, content=row.content), ("trigger", "content")),
+        Target("session events", SessionEvent, lambda row: row.content, ("content",), ~Q(content="")),
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from knowledge.embeddings import EmbeddingUnavailable, current_model_name
+    from knowledge.services.backfill import Target, embeddings_backfill, stale
+
+    model_name = current_model_name()
+    if model_name is None:
+        print("brain: no working embedder (check BRAIN_EMBEDDINGS_PROVIDER and `brain doctor`)", file=sys.stderr)
+        return 1
+    for target in targets():
+        assert isinstance(target, Target)
+        todo = stale(target, model_name).count()
+        with tqdm(total=todo, desc=target.label, unit="row", file=sys.stderr, disable=None) as bar:
+            try:
+                done = embeddings_backfill(target=target, model_name=model_name, batch_size=args.batch_size,
+                                           on_batch=bar.update)
+            except EmbeddingUnavailable as exc:
+                print(f"brain: embedding stopped: {exc}; run the backfill again to continue", file=sys.stderr)
+                return 1
+        print(f"{target.label}: {done} embedded with {model_name}")
+    return 0

@@ -1,0 +1,164 @@
+"""Session search: the engine (events ranked by the hybrid engine, grouped into sessions) and the
+validated lookup tools and pages call, always the caller's own sessions inside visible projects (in SQL)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from brain.errors import ValidationFailed
+from knowledge.scoring import Context, Weights, rescore
+from knowledge.search import Fusion, Mode, Scope, hybrid_candidates
+from knowledge.selectors.search import fusion_from_settings
+from projects.scope import Principal
+from projects.selectors.accounts import project_visible, projects_visible
+from sessions.selectors.owned import sessions_owned
+
+EVENT_TABLE = "agent_sessions_sessionevent"
+_COLUMNS = "t.id, t.session_id, t.project_id, t.event_type, t.content, t.occurred_at, t.created_at"
+SNIPPET_CHARS = 240
+# A session's n-th best event adds DECAY**n of its score (measured on LongMemEval dev120, docs/benchmarks.md).
+SESSION_EVENT_DECAY = 0.5
+# Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
+EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)
+
+
+@dataclass
+class EventHit:
+    id: uuid.UUID
+    session_id: uuid.UUID
+    event_type: str
+    snippet: str
+    occurred_at: datetime
+    score: float
+    explain: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SessionHit:
+    session_id: uuid.UUID
+    project_id: uuid.UUID
+    score: float
+    started_at: datetime | None
+    events: list[EventHit]
+
+
+@dataclass
+class SessionSearchResult:
+    sessions: list[SessionHit]
+    events: list[EventHit]
+    retrieval: str
+    notice: str = ""
+
+
+def session_event_scope(
+    *, principal: Principal, project_id: uuid.UUID | str | None = None,
+    since: datetime | None = None, until: datetime | None = None,
+) -> Scope:
+    """The caller's own events in visible projects (one project when given), optionally in a time window."""
+    if project_id is not None:
+        project_ids = [project_visible(principal=principal, project_id=project_id).id]
+    else:
+        project_ids = list(projects_visible(principal=principal).values_list("id", flat=True))
+    sql = "t.user_id = %(scope_user)s AND t.project_id = ANY(%(scope_projects)s::uuid[])"
+    params: dict[str, Any] = {"scope_user": principal.user.id, "scope_projects": project_ids}
+    if since is not None:
+        sql += " AND t.occurred_at >= %(since)s"
+        params["since"] = since
+    if until is not None:
+        sql += " AND t.occurred_at < %(until)s"
+        params["until"] = until
+    return Scope(sql, params, project_ids=tuple(project_ids))
+
+
+def session_search(
+    *, principal: Principal, query: str, limit: int = 10, project_id: uuid.UUID | str | None = None,
+    since: datetime | None = None, until: datetime | None = None, mode: Mode = "hybrid",
+    explain: bool = False, fusion: Fusion | None = None,
+) -> SessionSearchResult:
+    """The caller's sessions ranked by their best-matching events (and prompts), with the matching events."""
+    scope = session_event_scope(principal=principal, project_id=project_id, since=since, until=until)
+    found = hybrid_candidates(
+        table=EVENT_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,
+        fusion=fusion or fusion_from_settings(max_distance=2.0),
+    )
+    now = timezone.now()
+    events: list[EventHit] = []
+    for cand in found.candidates:
+        score, terms = rescore(rrf=cand.rrf, rrf_max=found.rrf_max, row=cand.row, context=Context(),
+                               weights=EVENT_WEIGHTS, now=now)
+        terms.update(vec_rank=cand.vec_rank or 0, fts_rank=cand.fts_rank or 0, rrf=round(cand.rrf, 6))
+        events.append(_event_hit(cand.row, score, terms if explain else {}))
+    events.sort(key=lambda hit: -hit.score)
+    sessions = _sessions_of(events, found.candidates)[:limit]
+    return SessionSearchResult(sessions=sessions, events=events, retrieval=found.retrieval, notice=found.notice)
+
+
+def _event_hit(row: dict[str, Any], score: float, explain: dict[str, Any]) -> EventHit:
+    text = " ".join(str(row["content"]).split())
+    snippet = text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+    return EventHit(id=row["id"], session_id=row["session_id"], event_type=row["event_type"], snippet=snippet,
+                    occurred_at=row["occurred_at"], score=round(score, 6), explain=explain)
+
+
+def _sessions_of(events: list[EventHit], candidates: list[Any]) -> list[SessionHit]:
+    """A session scores by its best event plus a geometrically shrinking share of its next ones
+    (SESSION_EVENT_DECAY), so a second good match breaks ties without letting many weak turns outrank
+    one strong one (a plain sum did that: reciprocal-rank scores are flat)."""
+    projects = {c.row["session_id"]: c.row["project_id"] for c in candidates}
+    grouped: dict[uuid.UUID, list[EventHit]] = {}
+    for hit in events:
+        grouped.setdefault(hit.session_id, []).append(hit)
+    hits = [
+        SessionHit(session_id=sid, project_id=projects[sid], events=group[:3], started_at=None,
+                   score=round(sum(h.score * SESSION_EVENT_DECAY**i for i, h in enumerate(group)), 6))
+        for sid, group in grouped.items()
+    ]
+    hits.sort(key=lambda hit: -hit.score)  # stable: equal scores keep the event order
+    _attach_start_times(hits)
+    return hits
+
+
+def _attach_start_times(hits: list[SessionHit]) -> None:
+    from sessions.models import Session
+
+    started = dict(Session.objects.filter(id__in=[h.session_id for h in hits]).values_list("id", "started_at"))
+    for hit in hits:
+        hit.started_at = started.get(hit.session_id)
+
+
+MAX_LIMIT = 50
+
+
+def sessions_find(
+    *, principal: Principal, query: str, since: datetime | None = None, until: datetime | None = None,
+    limit: int = 10,
+) -> dict[str, Any]:
+    """Matching sessions, best first, each with its dates, prompt, score and matching snippets."""
+    if not query.strip():
+        raise ValidationFailed("query must not be empty: describe what you worked on")
+    if since and until and since >= until:
+        raise ValidationFailed("since must be earlier than until")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValidationFailed(f"limit must be between 1 and {MAX_LIMIT}")
+    found = session_search(principal=principal, query=query, limit=limit, since=since, until=until)
+    details = {
+        s.id: s for s in sessions_owned(principal=principal).filter(id__in=[h.session_id for h in found.sessions])
+    }
+    sessions = []
+    for hit in found.sessions:
+        s = details.get(hit.session_id)
+        if s is None:
+            continue
+        sessions.append({
+            "sessionId": str(s.id), "projectId": str(s.project_id), "prompt": s.prompt[:240],
+            "startedAt": s.started_at.isoformat(), "endedAt": s.ended_at.isoformat() if s.ended_at else None,
+            "sqs": s.quality_score, "score": hit.score,
+            "snippets": [{"eventType": e.event_type, "text": e.snippet, "at": e.occurred_at.isoformat()}
+                         for e in hit.events],
+        })
+    return {"sessions": sessions, "retrieval": found.retrieval, "notice": found.notice or None}

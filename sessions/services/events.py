@@ -1,0 +1,116 @@
+"""Writes of agent sessions and their events. Event text is embedded before the transaction; events an
+agent logs itself are validated (types, payload size) and only land in the caller's open session."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from brain.errors import ValidationFailed
+from knowledge.services.create import embed_or_none
+from projects.models import Project, User
+from projects.scope import Principal
+from sessions.models import Session, SessionEvent
+from sessions.selectors.owned import session_owned
+
+MAX_EVENT_TYPE = 40
+PROMPT_EVENT = "prompt"
+
+
+@dataclass(frozen=True)
+class EventDraft:
+    event_type: str
+    content: str = ""
+    payload: dict[str, Any] = field(default_factory=dict)
+    occurred_at: datetime | None = None
+
+
+def _validate(draft: EventDraft) -> None:
+    if not draft.event_type or len(draft.event_type) > MAX_EVENT_TYPE:
+        raise ValidationFailed(f"event_type must be 1-{MAX_EVENT_TYPE} characters; got {draft.event_type!r}")
+
+
+def session_start(
+    *, user: User, project: Project, client_type: str = "", prompt: str = "", framework: str = "",
+    started_at: datetime | None = None,
+) -> Session:
+    """Opens a session in `project` (resolved and authorised by the caller); the prompt becomes a
+    searchable `prompt` event so session search finds the task by what was asked."""
+    session = Session.objects.create(
+        user=user, project=project, client_type=client_type, prompt=prompt, framework=framework,
+        started_at=started_at or timezone.now(),
+    )
+    if prompt.strip():
+        session_events_log_many(session=session, drafts=[EventDraft(PROMPT_EVENT, prompt, {}, session.started_at)])
+    return session
+
+
+def session_events_log_many(*, session: Session, drafts: Sequence[EventDraft]) -> list[SessionEvent]:
+    """Appends events in order (all validated first, all or nothing), embedding their text in one batch."""
+    for draft in drafts:
+        _validate(draft)
+    texts = [d.content for d in drafts]
+    indexed = [i for i, text in enumerate(texts) if text.strip()]
+    vectors, model = embed_or_none([texts[i] for i in indexed], op="session.embed_failed") if indexed else (None, "")
+    by_index = dict(zip(indexed, vectors, strict=True)) if vectors else {}
+    now = timezone.now()
+    rows = [
+        SessionEvent(
+            session=session, user_id=session.user_id, project_id=session.project_id, event_type=d.event_type,
+            payload=d.payload, content=d.content, occurred_at=d.occurred_at or now,
+            embedding=by_index.get(i), embedding_model=model if i in by_index else "",
+        )
+        for i, d in enumerate(drafts)
+    ]
+    with transaction.atomic():
+        return SessionEvent.objects.bulk_create(rows)
+
+
+def session_event_log(
+    *, session: Session, event_type: str, content: str = "", payload: dict[str, Any] | None = None,
+    occurred_at: datetime | None = None,
+) -> SessionEvent:
+    """Appends one event to the session."""
+    draft = EventDraft(event_type=event_type, content=content, payload=payload or {}, occurred_at=occurred_at)
+    return session_events_log_many(session=session, drafts=[draft])[0]
+
+
+EVENT_TYPES = (
+    "user_correction", "file_rejected", "file_accepted", "knowledge_rejected", "knowledge_applied", "build",
+    "test", "error", "tool_use", "decision", "note",
+)
+MAX_PAYLOAD_BYTES = 16_384
+_TEXT_KEYS = ("message", "text", "content", "correction", "summary", "error", "reason", "note", "command", "file",
+              "path", "tool")
+
+
+def _searchable(event_type: str, payload: dict[str, Any]) -> str:
+    """The text session search matches: the payload's human-readable string fields, in a stable order."""
+    parts = [str(payload[k]) for k in _TEXT_KEYS if isinstance(payload.get(k), str | int | float)]
+    parts += [str(v) for k, v in payload.items() if k not in _TEXT_KEYS and isinstance(v, str) and len(v) < 500]
+    # Plain text, no type prefix: extraction mines corrections from this text as written.
+    return " ".join(parts)
+
+
+def session_event_record(
+    *, principal: Principal, session_id: str, event_type: str, payload: dict[str, Any] | None = None,
+) -> SessionEvent:
+    """Appends one validated event to the caller's open session (closed or foreign sessions are refused)."""
+    if event_type not in EVENT_TYPES:
+        raise ValidationFailed(f"eventType must be one of {', '.join(EVENT_TYPES)}; got {event_type[:40]!r}")
+    payload = payload or {}
+    size = len(json.dumps(payload, default=str).encode())
+    if size > MAX_PAYLOAD_BYTES:
+        raise ValidationFailed(f"payload is {size} bytes; the limit is {MAX_PAYLOAD_BYTES} (send a summary)")
+    with transaction.atomic():
+        session = session_owned(principal=principal, session_id=session_id, for_update=True)
+        if session.ended_at is not None:
+            raise ValidationFailed("this session is already closed; start a new one with brain_start_session")
+        return session_event_log(session=session, event_type=event_type, content=_searchable(event_type, payload),
+                                 payload=payload)

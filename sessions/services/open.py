@@ -1,0 +1,115 @@
+"""Opening a session: the project in the spec's precedence, inject-at-open and the caller's open action items."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Case, IntegerField, Value, When
+
+from brain.logs import log_op
+from knowledge.injection import Injectable, Injection, build_injection
+from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.selectors.search import KnowledgeHit, knowledge_search
+from projects.models import Project
+from projects.scope import Principal
+from projects.services.resolve import project_resolve
+from sessions.models import ApplicationRole, Session, SessionKnowledgeApplication
+from sessions.services.events import session_start
+
+logger = logging.getLogger(__name__)
+INJECT_TOP = 5
+ACTION_ITEMS_MAX = 10
+
+
+@dataclass(frozen=True)
+class SessionOpened:
+    session: Session
+    project_source: str
+    relevant_knowledge: Injection | None
+    open_action_items: Injection | None
+
+
+def as_injectable(hits: Sequence[KnowledgeHit]) -> Sequence[Injectable]:
+    # KnowledgeHit satisfies Injectable except that its id is typed UUID where the protocol says object.
+    return cast("Sequence[Injectable]", hits)
+
+
+def applications_record(*, session: Session, knowledge_ids: Sequence[uuid.UUID | str], role: str) -> None:
+    """Records that these rows reached the session in `role`; a repeat records nothing twice."""
+    rows = [SessionKnowledgeApplication(session=session, knowledge_id=kid, role=role) for kid in knowledge_ids]
+    SessionKnowledgeApplication.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def inject_for_prompt(
+    *, principal: Principal, session: Session, prompt: str, limit: int = INJECT_TOP, framework: str = "",
+    language: str = "", budget_tokens: int | None = None,
+) -> Injection:
+    """The top rows for `prompt` in the session's project, rendered and recorded as injected."""
+    found = knowledge_search(
+        principal=principal, query=prompt, limit=limit, project_id=session.project_id,
+        framework=framework, language=language,
+    )
+    budget = budget_tokens or int(settings.BRAIN_RETRIEVAL["budget_tokens"])
+    injection = build_injection(as_injectable(found.hits), budget=budget)
+    applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)
+    return injection
+
+
+def action_items_open(*, project: Project, email: str) -> list[KnowledgeItem]:
+    """Open action items of `project` assigned to `email` (by its for: tag), blockers first, then oldest."""
+    blocker_first = Case(When(tags__contains=["blocker"], then=Value(0)), default=Value(1),
+                         output_field=IntegerField())
+    return list(
+        KnowledgeItem.objects.filter(
+            project=project, type=KnowledgeType.ACTION_ITEM, deleted_at__isnull=True,
+            superseded_by__isnull=True, tags__contains=[f"for:{email.strip().lower()}"],
+        ).annotate(blocker_rank=blocker_first).order_by("blocker_rank", "created_at", "id")[:ACTION_ITEMS_MAX]
+    )
+
+
+def _action_items_injection(session: Session, email: str) -> Injection | None:
+    items = action_items_open(project=session.project, email=email)
+    if not items:
+        return None
+    lines = ["## Your Open Action Items", *(f"- [{'blocker' if 'blocker' in i.tags else 'open'}] "
+                                           f"{' '.join(i.content.split())} (id {i.id})" for i in items)]
+    return Injection(text="\n".join(lines), ids=[str(i.id) for i in items])
+
+
+def _soft(op: str, session: Session, build: object) -> Injection | None:
+    """Runs one optional part of the open; any failure is logged and the part is left out."""
+    try:
+        with transaction.atomic():
+            return build()  # type: ignore[operator, no-any-return]
+    except Exception as exc:  # opening a session must never fail on retrieval
+        log_op(logger, op, level=logging.WARNING, session=str(session.id)[:8], error=type(exc).__name__,
+               reason=str(exc)[:200])
+        return None
+
+
+def session_open(
+    *, principal: Principal, client_type: str = "", prompt: str = "", framework: str = "", language: str = "",
+    project_id: str | None = None, project_name: str | None = None,
+) -> SessionOpened:
+    """Opens a session in the resolved project; with a prompt, injects the best knowledge in the same call."""
+    resolved = project_resolve(principal=principal, project_id=project_id, project_name=project_name,
+                               framework=framework or None, language=language or None)
+    session = session_start(user=principal.user, project=resolved.project, client_type=client_type[:60],
+                            prompt=prompt, framework=framework[:60])
+    relevant = None
+    if prompt.strip():
+        relevant = _soft("start.inject_failed", session, lambda: inject_for_prompt(
+            principal=principal, session=session, prompt=prompt, framework=framework, language=language))
+        if relevant is not None and not relevant.ids:
+            relevant = None
+    items = _soft("start.action_items_failed", session, lambda: _action_items_injection(session, principal.user.email))
+    log_op(logger, "session.open", session=str(session.id)[:8], source=resolved.source,
+           injected=len(relevant.ids) if relevant else 0,
+           actionItems=len(items.ids) if items else 0)
+    return SessionOpened(session, resolved.source, relevant, items)

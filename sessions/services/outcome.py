@@ -1,0 +1,169 @@
+"""Closing a session: quality score, the confidence loop, close-capture learnings, action items, jobs.
+
+The close is one transaction on the locked session row. A second report of a closed session returns the
+stored result with `alreadyClosed: true` and changes nothing, so client retries are safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from brain.errors import ValidationFailed
+from brain.logs import log_op
+from knowledge.models import KnowledgeItem, KnowledgeType
+from projects.scope import Principal
+from projects.selectors.accounts import projects_visible
+from sessions.models import ApplicationRole, Session, SessionEvent, SessionKnowledgeApplication
+from sessions.outcome_rules import ask_back_hint, learnings_validate, quality_score
+from sessions.selectors.owned import session_owned
+from sessions.services.events import EventDraft, session_events_log_many
+from sessions.services.jobs import session_jobs_schedule
+from sessions.services.open import applications_record
+
+logger = logging.getLogger(__name__)
+MAX_KNOWLEDGE_USED = 100
+MAX_RESOLVED = 50
+LEARNING_EVENT = "learning_captured"
+
+
+@dataclass(frozen=True)
+class OutcomeReport:
+    success: bool
+    user_feedback: str | None = None
+    build_attempts: int = 1
+    errors: Sequence[str] = ()
+    files_created: int = 0
+    files_modified: int = 0
+    files_rejected: int = 0
+    knowledge_used: Sequence[str] = ()
+    learnings: Sequence[Any] = ()
+    resolved_action_item_ids: Sequence[str] = ()
+    summary: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _uuids(values: Sequence[str]) -> list[uuid.UUID]:
+    out: list[uuid.UUID] = []
+    for value in values:
+        try:
+            out.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue  # unknown ids are skipped, like foreign ones
+    return list(dict.fromkeys(out))
+
+
+def _check(report: OutcomeReport) -> None:
+    if report.user_feedback not in (None, "", "up", "down"):
+        raise ValidationFailed("userFeedback must be 'up', 'down' or omitted")
+    if report.build_attempts < 1:
+        raise ValidationFailed("buildAttempts must be at least 1")
+    if min(report.files_created, report.files_modified, report.files_rejected) < 0:
+        raise ValidationFailed("file counts must not be negative")
+    if len(report.knowledge_used) > MAX_KNOWLEDGE_USED:
+        raise ValidationFailed(f"knowledgeUsed holds at most {MAX_KNOWLEDGE_USED} ids")
+    if len(report.resolved_action_item_ids) > MAX_RESOLVED:
+        raise ValidationFailed(f"resolvedActionItemIds holds at most {MAX_RESOLVED} ids")
+
+
+def _confidence_loop(principal: Principal, session: Session, used_ids: Sequence[str], ok: bool) -> int:
+    """Bumps each row once per session: every injected row, plus reported rows the caller owns in scope."""
+    visible = projects_visible(principal=principal).values("id")
+    owned = KnowledgeItem.objects.filter(
+        Q(project__in=visible) | Q(project__isnull=True), id__in=_uuids(used_ids), owner=principal.user,
+    ).values_list("id", flat=True)
+    reported = list(owned)
+    applications_record(session=session, knowledge_ids=reported, role=ApplicationRole.USED_REPORTED)
+    apps = SessionKnowledgeApplication.objects.filter(session=session)
+    apps.update(outcome=ok)
+    ids = set(apps.values_list("knowledge_id", flat=True))
+    counter = "success_count" if ok else "failure_count"
+    KnowledgeItem.objects.filter(id__in=ids).update(**{counter: F(counter) + 1, "last_used_at": timezone.now()})
+    return len(ids)
+
+
+def _retire_action_items(session: Session, ids: Sequence[str]) -> int:
+    return KnowledgeItem.objects.filter(
+        id__in=_uuids(ids), project_id=session.project_id, type=KnowledgeType.ACTION_ITEM, deleted_at__isnull=True,
+    ).update(deleted_at=timezone.now())
+
+
+def _capture(session: Session, accepted: list[tuple[int, dict[str, Any]]]) -> None:
+    drafts = [
+        EventDraft(LEARNING_EVENT, f"{item['trigger']}: {item['rule']} {item['rationale']}".strip(), item)
+        for _, item in accepted
+    ]
+    if drafts:
+        session_events_log_many(session=session, drafts=drafts)
+
+
+def _errors_seen(session: Session, report: OutcomeReport) -> int:
+    """Errors reported at close plus `error` events logged during the session."""
+    return len(report.errors) + SessionEvent.objects.filter(session=session, event_type="error").count()
+
+
+def _queue_jobs(session: Session) -> bool:
+    """Records extract + autoskill with the close; they are sent to the broker after commit."""
+    return bool(session_jobs_schedule(session=session))
+
+
+def session_report_outcome(*, principal: Principal, session_id: str, report: OutcomeReport) -> dict[str, Any]:
+    """Closes the caller's session once; a repeat returns the first result with alreadyClosed=true."""
+    _check(report)
+    with transaction.atomic():
+        session = session_owned(principal=principal, session_id=session_id, for_update=True)
+        if session.ended_at is not None:
+            stored = dict((session.outcome or {}).get("result") or {})
+            return {**stored, "alreadyClosed": True}
+        result = _close(principal, session, report)
+    log_op(logger, "report.learnings_captured", session=str(session.id)[:8],
+           accepted=len(result["learnings"]["accepted"]), dropped=len(result["learnings"]["dropped"]))
+    return result
+
+
+def _close(principal: Principal, session: Session, report: OutcomeReport) -> dict[str, Any]:
+    feedback = report.user_feedback or None
+    scores = quality_score(
+        success=report.success, errors=_errors_seen(session, report), user_feedback=feedback,
+        files_created=report.files_created, files_modified=report.files_modified,
+        files_rejected=report.files_rejected, build_attempts=report.build_attempts,
+    )
+    ok = report.success and feedback != "down"
+    bumped = _confidence_loop(principal, session, report.knowledge_used, ok)
+    verdict = learnings_validate(list(report.learnings))
+    _capture(session, verdict.accepted)
+    resolved = _retire_action_items(session, report.resolved_action_item_ids)
+    queued = _queue_jobs(session)
+    result: dict[str, Any] = {
+        "sessionId": str(session.id), "sqs": scores.sqs, "queued": queued, "alreadyClosed": False,
+        "knowledgeUpdated": bumped, "resolvedActionItems": resolved,
+        "scores": {"build": scores.build, "feedback": scores.feedback, "diffAcceptance": scores.diff_acceptance,
+                   "penalty": scores.penalty},
+        "learnings": {"accepted": [{"index": i, "trigger": it["trigger"], "rule": it["rule"]}
+                                   for i, it in verdict.accepted], "dropped": verdict.dropped},
+    }
+    hint = ask_back_hint(learnings_accepted=len(verdict.accepted), success=report.success, user_feedback=feedback)
+    if hint:
+        result["hint"] = hint
+    session.ended_at = timezone.now()
+    session.success, session.user_feedback, session.quality_score = report.success, feedback or "", scores.sqs
+    session.outcome = {"report": _report_json(report), "result": result}
+    session.save(update_fields=["ended_at", "success", "user_feedback", "quality_score", "outcome", "updated_at"])
+    return result
+
+
+def _report_json(report: OutcomeReport) -> dict[str, Any]:
+    return {
+        "success": report.success, "userFeedback": report.user_feedback, "buildAttempts": report.build_attempts,
+        "errors": list(report.errors)[:50], "filesCreated": report.files_created,
+        "filesModified": report.files_modified, "filesRejected": report.files_rejected,
+        "knowledgeUsed": list(report.knowledge_used), "resolvedActionItemIds": list(report.resolved_action_item_ids),
+        "summary": report.summary[:4000],
+    }
