@@ -2,17 +2,30 @@
 
 Settings, the `brain` command line and the embedded database runner all take their values from
 `runtime_config()`, so a variable is parsed in exactly one place and documented in `.env.example`.
+
+Tunables (retrieval weights, LLM and job timings, embedding options) have their defaults once, beside the
+code that uses them, as dataclass defaults. Settings hold only what the environment overrides
+(`env_override`, None when the variable is unset), and the code merges the two with `overridden`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import environ
 import platformdirs
+from django.core.exceptions import ImproperlyConfigured
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 env = environ.Env()
+T = TypeVar("T")
+D = TypeVar("D", bound="DataclassInstance")
 
 # A `.env` file beside manage.py is read when present; real environment variables win.
 _ROOT = Path(__file__).resolve().parent.parent
@@ -79,3 +92,30 @@ def email_config() -> dict[str, object]:
     config: dict[str, object] = env.email_url("BRAIN_EMAIL_URL", default="consolemail://")
     config["DEFAULT_FROM_EMAIL"] = env.str("BRAIN_EMAIL_FROM", default="External Brain <brain@localhost>")
     return config
+
+
+def env_override(variable: str, cast: Callable[[str], T]) -> T | None:
+    """The variable parsed by `cast` (int, float, str), or None when it is unset or empty: the default
+    beside the code applies. A value that does not parse stops startup with the variable's name."""
+    raw = env.str(variable, default="").strip()
+    if not raw:
+        return None
+    try:
+        return cast(raw)
+    except ValueError:
+        kind = getattr(cast, "__name__", "value")
+        raise ImproperlyConfigured(f"{variable}={raw!r} is not a valid {kind}") from None
+
+
+def overridden(defaults: D, overrides: Mapping[str, Any], *, renamed: Mapping[str, str] | None = None) -> D:
+    """`defaults` (a dataclass of code defaults) with every override that is set; None keeps the default.
+
+    `renamed` maps an override's key to the field it sets; keys that name no field belong to another
+    consumer of the same settings dict and are left alone."""
+    names = {f.name for f in dataclasses.fields(defaults)}
+    changes = {}
+    for key, value in overrides.items():
+        name = (renamed or {}).get(key, key)
+        if value is not None and name in names:
+            changes[name] = value
+    return dataclasses.replace(defaults, **changes)

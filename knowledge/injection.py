@@ -27,6 +27,8 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Heuristics", ("heuristic",)),
     ("Recipes and Skills", ("recipe", "skill")),
 ]
+# Tokens of injection text when the caller names no budget; BRAIN_RETRIEVAL_BUDGET_TOKENS overrides it
+# for sessions (`knowledge.selectors.search.injection_budget`).
 DEFAULT_BUDGET = 1200
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
+from brain.config import overridden
 from brain.errors import BrainError
 from brain.logs import log_op
 
@@ -35,6 +36,39 @@ class LlmUnavailable(BrainError):
     http_status = 503
 
 
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    """The defaults; `BRAIN_LLM` in settings holds what the environment overrides (`llm_settings()`)."""
+
+    model: str = ""  # KEA_MODEL; empty: the first provider with a key (`configured_model`), else heuristics
+    openai_api_key: str = ""
+    anthropic_api_key: str = ""
+    dashscope_api_key: str = ""
+    openai_base_url: str = OPENAI_BASE_URL
+    anthropic_base_url: str = "https://api.anthropic.com"
+    dashscope_base_url: str = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+    timeout_s: float = 60.0
+    max_attempts: int = 3
+    backoff_s: float = 1.0  # doubled after each failed attempt, at most 8 s
+    daily_quota: int = 200  # LLM extractions per user and UTC day (knowledge/services/quota.py)
+
+    @property
+    def openai_base_url_is_custom(self) -> bool:
+        """Another OpenAI-compatible server (Ollama, vLLM): it needs no key."""
+        return self.openai_base_url.rstrip("/") != OPENAI_BASE_URL
+
+    def api_key(self, provider: str) -> str:
+        return str(getattr(self, f"{provider}_api_key") or "")
+
+
+def llm_settings() -> LlmSettings:
+    """The code defaults above with the overrides the environment sets (`settings.BRAIN_LLM`)."""
+    return overridden(LlmSettings(), settings.BRAIN_LLM)
+
+
 @dataclass(frozen=True)
 class Route:
     provider: str  # "dashscope" | "anthropic" | "openai"
@@ -44,32 +78,33 @@ class Route:
 
 def route_for(model: str) -> Route:
     """The provider a model name belongs to (the spec's routing table)."""
-    name = model.lower()
+    name, llm = model.lower(), llm_settings()
     if name.startswith(("qwen", "glm")):
-        return Route("dashscope", "DASHSCOPE_API_KEY", settings.BRAIN_LLM["dashscope_base_url"])
+        return Route("dashscope", "DASHSCOPE_API_KEY", llm.dashscope_base_url)
     if name.startswith("claude"):
-        return Route("anthropic", "ANTHROPIC_API_KEY", settings.BRAIN_LLM["anthropic_base_url"])
-    return Route("openai", "OPENAI_API_KEY", settings.BRAIN_LLM["openai_base_url"])
+        return Route("anthropic", "ANTHROPIC_API_KEY", llm.anthropic_base_url)
+    return Route("openai", "OPENAI_API_KEY", llm.openai_base_url)
 
 
 def configured_model() -> str:
     """KEA_MODEL when set; otherwise the first provider with a key; otherwise the heuristic mode."""
-    llm = settings.BRAIN_LLM
-    if llm["model"]:
-        return str(llm["model"])
-    for key, default_model in (("openai_api_key", "gpt-4o-mini"), ("anthropic_api_key", "claude-3-5-haiku-latest"),
-                               ("dashscope_api_key", "qwen3-coder")):
-        if llm[key]:
+    llm = llm_settings()
+    if llm.model:
+        return llm.model
+    for provider, default_model in (("openai", "gpt-4o-mini"), ("anthropic", "claude-3-5-haiku-latest"),
+                                    ("dashscope", "qwen3-coder")):
+        if llm.api_key(provider):
             return default_model
     return HEURISTIC
 
 
 def _api_key(route: Route) -> str:
-    key = str(settings.BRAIN_LLM[f"{route.provider}_api_key"] or "")
+    llm = llm_settings()
+    key = llm.api_key(route.provider)
     if key:
         return key
     # A local OpenAI-compatible server (Ollama, vLLM) needs no key.
-    if route.provider == "openai" and settings.BRAIN_LLM["openai_base_url_is_custom"]:
+    if route.provider == "openai" and llm.openai_base_url_is_custom:
         return "not-needed"
     others = [v for v in ("DASHSCOPE_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY") if v != route.key_variable]
     raise LlmUnavailable(
@@ -111,12 +146,12 @@ def complete(*, system: str, prompt: str, model: str | None = None, max_tokens: 
         raise LlmUnavailable("no LLM is configured (heuristic mode); set KEA_MODEL and its provider key")
     route = route_for(model)
     url, headers, body = _request(route, model, system, prompt, max_tokens)
-    llm = settings.BRAIN_LLM
-    attempts, delay = int(llm["max_attempts"]), float(llm["backoff_s"])
+    llm = llm_settings()
+    attempts, delay = llm.max_attempts, llm.backoff_s
     started = time.monotonic()
     for attempt in range(1, attempts + 1):
         try:
-            response = httpx.post(url, json=body, headers=headers, timeout=float(llm["timeout_s"]))
+            response = httpx.post(url, json=body, headers=headers, timeout=llm.timeout_s)
             if response.status_code not in _RETRY_STATUSES:
                 response.raise_for_status()
                 text = _text_of(route.provider, response.json())

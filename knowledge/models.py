@@ -11,10 +11,15 @@ from django.db.models.expressions import CombinedExpression
 from pgvector.django import HnswIndex, VectorField
 
 from brain.models import TimestampedModel
+from knowledge.embeddings import DIMENSIONS
 
 # The text search configuration of every tsvector and tsquery (English stemming and stop words).
 TS_CONFIG = "english"
-EMBEDDING_DIMENSIONS = 384
+# The vector columns hold the local model's vectors; another provider must answer with as many dimensions.
+EMBEDDING_DIMENSIONS = DIMENSIONS
+# A row whose decay_score is at or under this leaves retrieval (decisions never decay) and counts as retired in
+# the nightly report. BRAIN_RETRIEVAL_DECAY_FLOOR overrides it (`knowledge.selectors.search.decay_floor`).
+DECAY_FLOOR = 0.3
 
 
 class KnowledgeType(models.TextChoices):

@@ -20,11 +20,15 @@ from typing import Any
 
 from django.conf import settings
 
+from brain.config import overridden
+
 MIN_OUTCOMES_FOR_SUCCESS = 3
 
 
 @dataclass(frozen=True)
 class Weights:
+    """The product's defaults; `BRAIN_RETRIEVAL` in settings holds only what the environment overrides."""
+
     confidence: float = 0.30
     success: float = 0.20
     recency: float = 0.10
@@ -35,12 +39,14 @@ class Weights:
 
     @classmethod
     def from_settings(cls) -> Weights:
-        conf = settings.BRAIN_RETRIEVAL
-        return cls(
-            confidence=conf["weight_confidence"], success=conf["weight_success"], recency=conf["weight_recency"],
-            context=conf["weight_context"], recency_half_life_days=conf["recency_half_life_days"],
-            floor=conf["floor"], max_per_type=conf["max_per_type"],
-        )
+        """These defaults with the `BRAIN_RETRIEVAL_*` overrides the environment sets."""
+        return overridden(cls(), settings.BRAIN_RETRIEVAL, renamed=_SETTINGS_KEYS)
+
+
+# The keys of `settings.BRAIN_RETRIEVAL` named differently from the field they set; the other keys that name
+# no field of Weights are the fusion's (`knowledge.search.Fusion`) or the selectors'.
+_SETTINGS_KEYS = {"weight_confidence": "confidence", "weight_success": "success", "weight_recency": "recency",
+                  "weight_context": "context"}
 
 
 @dataclass(frozen=True)

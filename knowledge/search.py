@@ -37,6 +37,8 @@ BM25_B = 0.75
 # 0.5 raised hybrid turn recall@10 from 0.891 to 0.902-0.910 (docs/benchmarks.md); 0.2 is the smallest value
 # that reaches the top of that plateau, and it gives vector search alone its best figures too.
 VECTOR_LENGTH_B = 0.2
+# Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
+MAX_COSINE_DISTANCE = 2.0
 
 
 @dataclass(frozen=True)
@@ -56,12 +58,19 @@ class Scope:
 
 @dataclass(frozen=True)
 class Fusion:
+    """How the two lists are built and fused. These are the product's defaults; `BRAIN_RETRIEVAL` in settings
+    holds only what the environment overrides (`knowledge.selectors.search.fusion_from_settings`)."""
+
+    # A small k trusts the top of each list: on LongMemEval dev120, k = 5 / 10 / 20 / 60 gave hybrid turn
+    # recall@5 0.765 / 0.736 / 0.703 / 0.700; the textbook 60 was the worst at every granularity (docs/retrieval.md).
     rrf_k: int = 5
+    # More weight on vectors raised session recall and lowered turn recall on LongMemEval dev120 (docs/benchmarks.md).
     weight_vector: float = 1.0
     weight_fts: float = 1.0
-    candidates: int = 50
-    # Nearest neighbours exist for any query; beyond this cosine distance they are not evidence.
-    max_distance: float = 2.0
+    candidates: int = 50  # rows per list; also the HNSW ef_search (at least 40)
+    # Nearest neighbours exist for any query; beyond this cosine distance they are not evidence (a value set with
+    # the engine, not measured by a benchmark yet). Session search passes MAX_COSINE_DISTANCE: no cut.
+    max_distance: float = 0.75
     fts_postings: int = FTS_POSTINGS_BUDGET
     vector_length_b: float = VECTOR_LENGTH_B
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -25,7 +24,7 @@ from knowledge.selectors.dashboard import (
     source_session_ids,
     supersession_chain,
 )
-from knowledge.selectors.search import knowledge_search
+from knowledge.selectors.search import decay_floor, knowledge_search
 from knowledge.services.curate import knowledge_delete, knowledge_edit, knowledge_restore, knowledge_supersede
 from knowledge.services.teach import knowledge_teach
 from projects.models import Project
@@ -57,7 +56,7 @@ def knowledge_index(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse
     else:
         page = int_param(request, "page")
         rows, more = knowledge_list(principal=principal, project=project, filters=filters, page=page,
-                                    floor=settings.BRAIN_RETRIEVAL["decay_floor"])
+                                    floor=decay_floor())
         context.update(rows=rows, page=page, more=more, querystring=_without_page(request))
     return render(request, "dashboard/knowledge_list.html", page_context(request, project, "knowledge", **context))
 

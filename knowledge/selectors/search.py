@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
-from knowledge.models import KnowledgeType
+from brain.config import overridden
+from knowledge.injection import DEFAULT_BUDGET
+from knowledge.models import DECAY_FLOOR, KnowledgeType
 from knowledge.scoring import Context, Weights, cut, rescore
 from knowledge.search import Fusion, Mode, Scope, hybrid_candidates
 from projects.scope import Principal
@@ -46,12 +48,22 @@ class KnowledgeSearchResult:
 
 
 def fusion_from_settings(**overrides: Any) -> Fusion:
-    conf = settings.BRAIN_RETRIEVAL
-    values = {"rrf_k": conf["rrf_k"], "weight_vector": conf["weight_vector"], "weight_fts": conf["weight_fts"],
-              "candidates": conf["candidates"], "max_distance": conf["max_distance"],
-              "fts_postings": conf["fts_postings"], "vector_length_b": conf["vector_length_b"]}
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return Fusion(**values)
+    """Fusion's code defaults, then the `BRAIN_RETRIEVAL_*` overrides the environment sets, then the caller's
+    (None: not overridden)."""
+    configured = overridden(Fusion(), settings.BRAIN_RETRIEVAL)
+    return replace(configured, **{name: value for name, value in overrides.items() if value is not None})
+
+
+def decay_floor() -> float:
+    """The decay score at or under which a row leaves retrieval: DECAY_FLOOR unless the environment overrides it."""
+    value = settings.BRAIN_RETRIEVAL.get("decay_floor")
+    return DECAY_FLOOR if value is None else float(value)
+
+
+def injection_budget() -> int:
+    """Tokens of injection text a session gets when the caller names no budget: DEFAULT_BUDGET unless overridden."""
+    value = settings.BRAIN_RETRIEVAL.get("budget_tokens")
+    return DEFAULT_BUDGET if value is None else int(value)
 
 
 def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None = None) -> Scope:
@@ -67,7 +79,7 @@ def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None 
         " AND (t.decay_score > %(decay_floor)s OR t.type = 'decision')"
     )
     params = {"scope_projects": project_ids, "scope_user": principal.user.id,
-              "decay_floor": settings.BRAIN_RETRIEVAL["decay_floor"]}
+              "decay_floor": decay_floor()}
     return Scope(sql, params, project_ids=tuple(project_ids), unassigned=True)
 
 

@@ -4,7 +4,8 @@
 
 half_life is 90 days; 45 for rows with at least 5 outcomes and an effectiveness under 0.3 (they fade
 fast and are flagged `low_effectiveness`), 180 for rows with at least 5 outcomes and 0.7 or more.
-Rows at or under 0.3 leave retrieval (knowledge/selectors.py). Decisions never decay."""
+Rows at or under the decay floor (DECAY_FLOOR, 0.3) leave retrieval (knowledge/selectors/search.py) and are
+counted as retired. Decisions never decay."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from django.db import transaction
 from brain.logs import log_op
 from knowledge.models import KnowledgeItem, KnowledgeType
 from knowledge.nightly import NightlyScope
+from knowledge.selectors.search import decay_floor
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +30,6 @@ MIN_OUTCOMES = 5
 LOW_EFFECTIVENESS = 0.3
 HIGH_EFFECTIVENESS = 0.7
 FLOOR = 0.05
-RETRIEVAL_CUTOFF = 0.3
 LOW_EFFECTIVENESS_TAG = "low_effectiveness"
 
 
@@ -79,9 +80,10 @@ def decay_scope_run(*, scope: NightlyScope, as_of: datetime) -> DecayReport:
             changed.append(item)
     with transaction.atomic():
         KnowledgeItem.objects.bulk_update(changed, ["decay_score", "tags"], batch_size=500)
+    floor = decay_floor()
     report = DecayReport(
         rows=len(items), changed=len(changed),
-        retired=sum(1 for i in items if i.decay_score <= RETRIEVAL_CUTOFF),
+        retired=sum(1 for i in items if i.decay_score <= floor),
         flagged=sum(1 for i in items if LOW_EFFECTIVENESS_TAG in i.tags),
     )
     log_op(logger, "decay.run", scope=scope.key, asOf=as_of.isoformat(), rows=report.rows, changed=report.changed,

@@ -18,7 +18,7 @@ from knowledge.llm import HEURISTIC, LlmUnavailable, complete, configured_model
 from knowledge.llm_json import MalformedReply, parse_json_reply
 from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, KnowledgeType
 from knowledge.nightly import NightlyScope
-from knowledge.services.decay import RETRIEVAL_CUTOFF
+from knowledge.selectors.search import decay_floor
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ def find_contradictions(scope: NightlyScope, as_of: datetime) -> int:
 def health_snapshot(scope: NightlyScope, as_of: datetime) -> HealthSnapshot:
     """Active rows, rows used in the last 30 days, average confidence, median age, open contradictions."""
     active = list(KnowledgeItem.objects.filter(_live(scope)).exclude(type=KnowledgeType.ACTION_ITEM)
-                  .filter(Q(decay_score__gt=RETRIEVAL_CUTOFF) | Q(type=KnowledgeType.DECISION))
+                  .filter(Q(decay_score__gt=decay_floor()) | Q(type=KnowledgeType.DECISION))
                   .values("confidence", "created_at", "last_used_at"))
     recent = as_of - timedelta(days=USED_RECENTLY_DAYS)
     open_pairs = Contradiction.objects.filter(resolved_at__isnull=True).filter(

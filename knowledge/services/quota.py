@@ -1,14 +1,14 @@
-"""The per-user daily LLM quota (BRAIN_LLM["daily_quota"] extractions per UTC day), kept in the database."""
+"""The per-user daily LLM quota (`LlmSettings.daily_quota` extractions per UTC day), kept in the database."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import date
 
-from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from knowledge.llm import llm_settings
 from knowledge.models import LlmUsage
 
 
@@ -18,7 +18,7 @@ def llm_quota_claim(*, user_id: uuid.UUID, day: date | None = None) -> bool:
     The row is created if missing, then charged by a conditional UPDATE, so concurrent workers can never
     exceed the quota between them."""
     day = day or timezone.now().date()
-    limit = int(settings.BRAIN_LLM["daily_quota"])
+    limit = llm_settings().daily_quota
     LlmUsage.objects.get_or_create(user_id=user_id, day=day)
     charged = LlmUsage.objects.filter(user_id=user_id, day=day, count__lt=limit).update(count=F("count") + 1)
     return charged == 1

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from brain.errors import ValidationFailed
 from knowledge.scoring import Context, Weights, rescore
-from knowledge.search import Fusion, Mode, Scope, hybrid_candidates
+from knowledge.search import MAX_COSINE_DISTANCE, Fusion, Mode, Scope, hybrid_candidates
 from knowledge.selectors.search import fusion_from_settings
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible, projects_visible
@@ -84,7 +84,7 @@ def session_search(
     scope = session_event_scope(principal=principal, project_id=project_id, since=since, until=until)
     found = hybrid_candidates(
         table=EVENT_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,
-        fusion=fusion or fusion_from_settings(max_distance=2.0),
+        fusion=fusion or fusion_from_settings(max_distance=MAX_COSINE_DISTANCE),
     )
     now = timezone.now()
     events: list[EventHit] = []

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from brain.config import overridden
 from brain.errors import ValidationFailed
 from brain.logs import log_op
 from sessions.models import JobStatus, Session, SessionJob
@@ -27,6 +28,18 @@ logger = logging.getLogger(__name__)
 
 JOB_TASKS = {"extract": "sessions.tasks.session_extract", "autoskill": "sessions.tasks.session_autoskill"}
 JOB_OPS = {"extract": "kea.extract", "autoskill": "autoskill.run"}
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """The defaults; `BRAIN_JOBS` in settings holds what the environment overrides (`job_settings()`)."""
+
+    lease_s: int = 600  # a claimed job older than this is re-sent: its worker died mid-run
+    requeue_after_s: int = 120  # a sent job nobody picked up by then is sent again
+
+
+def job_settings() -> JobSettings:
+    return overridden(JobSettings(), settings.BRAIN_JOBS)
 
 
 class TransientJobError(Exception):
@@ -52,7 +65,7 @@ class Claim:
 
 
 def _lease() -> timedelta:
-    return timedelta(seconds=int(settings.BRAIN_JOBS["lease_s"]))
+    return timedelta(seconds=job_settings().lease_s)
 
 
 def session_jobs_schedule(*, session: Session) -> list[SessionJob]:
@@ -89,7 +102,7 @@ def _send(job_ids: list[uuid.UUID]) -> int:
 def session_jobs_requeue(*, now: datetime | None = None) -> int:
     """Sends again every job that never reached the broker, waits too long, or whose worker died mid-run."""
     now = now or timezone.now()
-    stale = now - timedelta(seconds=int(settings.BRAIN_JOBS["requeue_after_s"]))
+    stale = now - timedelta(seconds=job_settings().requeue_after_s)
     due = SessionJob.objects.filter(
         Q(status=JobStatus.PENDING, enqueued_at__isnull=True)
         | Q(status=JobStatus.PENDING, enqueued_at__lt=stale)

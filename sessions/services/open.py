@@ -8,14 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, IntegerField, Value, When
 
 from brain.logs import log_op
 from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import KnowledgeItem, KnowledgeType
-from knowledge.selectors.search import KnowledgeHit, knowledge_search
+from knowledge.selectors.search import KnowledgeHit, injection_budget, knowledge_search
 from projects.models import Project
 from projects.scope import Principal
 from projects.services.resolve import project_resolve
@@ -55,7 +54,7 @@ def inject_for_prompt(
         principal=principal, query=prompt, limit=limit, project_id=session.project_id,
         framework=framework, language=language,
     )
-    budget = budget_tokens or int(settings.BRAIN_RETRIEVAL["budget_tokens"])
+    budget = budget_tokens or injection_budget()
     injection = build_injection(as_injectable(found.hits), budget=budget)
     applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)
     return injection

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
 from brain.errors import ValidationFailed
 from knowledge.injection import build_injection
-from knowledge.selectors.search import knowledge_search
+from knowledge.selectors.search import injection_budget, knowledge_search
 from projects.scope import Principal
 from projects.selectors.addressed import project_addressed
 from sessions.models import ApplicationRole
@@ -36,7 +35,7 @@ def knowledge_retrieve(
             scope_project = project_addressed(principal=principal, project_id=project_id).project.id
         found = knowledge_search(principal=principal, query=prompt, limit=limit, project_id=scope_project,
                                  framework=framework, language=language, explain=True)
-        budget = budget_tokens or int(settings.BRAIN_RETRIEVAL["budget_tokens"])
+        budget = budget_tokens or injection_budget()
         injection = build_injection(as_injectable(found.hits), budget=budget)
         if session is not None:
             applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)

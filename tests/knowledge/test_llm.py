@@ -15,7 +15,7 @@ from tests.support.fake_llm import FakeLlm, fake_llm_server
 
 def _llm(**changes: Any) -> dict[str, Any]:
     base = {**settings.BRAIN_LLM, "model": "", "openai_api_key": "", "anthropic_api_key": "",
-            "dashscope_api_key": "", "openai_base_url_is_custom": False, "backoff_s": 0.0}
+            "dashscope_api_key": "", "backoff_s": 0.0}
     return {**base, **changes}
 
 
@@ -70,8 +70,7 @@ def test_anthropic_wire_format(fake: FakeLlm) -> None:
 
 
 def test_local_compatible_server_needs_no_key(fake: FakeLlm) -> None:
-    with override_settings(BRAIN_LLM=_llm(model="llama3.1", openai_base_url=fake.url,
-                                          openai_base_url_is_custom=True)):
+    with override_settings(BRAIN_LLM=_llm(model="llama3.1", openai_base_url=fake.url)):
         assert complete(system="s", prompt="p") == "a rule"
 
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 def _llm(**changes: Any) -> dict[str, Any]:
     base = {**settings.BRAIN_LLM, "model": "", "openai_api_key": "", "anthropic_api_key": "",
-            "dashscope_api_key": "", "openai_base_url_is_custom": False, "backoff_s": 0.0, "max_attempts": 1,
+            "dashscope_api_key": "", "backoff_s": 0.0, "max_attempts": 1,
             "timeout_s": 2.0}
     return {**base, **changes}
 
