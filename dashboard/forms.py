@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from django import forms
 
-from knowledge.models import KnowledgeType
+from knowledge.models import (
+    DECISION_REASON_MAX,
+    RATIONALE_MAX,
+    RULE_MAX,
+    SOURCE_MAX,
+    TAG_MAX,
+    TRIGGER_MAX,
+    KnowledgeType,
+)
 from knowledge.services.teach import TEACHABLE
 
 TYPE_CHOICES = [("", "any type"), *KnowledgeType.choices]
@@ -17,10 +25,10 @@ class KnowledgeSearchForm(forms.Form):
     q = forms.CharField(label="Search", required=False, max_length=500,
                         help_text="Ranked by the retrieval engine; each hit says why it ranks.")
     type = forms.ChoiceField(choices=TYPE_CHOICES, required=False)
-    tag = forms.CharField(required=False, max_length=120)
+    tag = forms.CharField(required=False, max_length=TAG_MAX)
     min_confidence = forms.FloatField(label="Confidence at least", required=False, min_value=0, max_value=1)
     decay = forms.ChoiceField(choices=DECAY_CHOICES, required=False)
-    source = forms.CharField(required=False, max_length=40)
+    source = forms.CharField(required=False, max_length=SOURCE_MAX)
     state = forms.ChoiceField(choices=STATE_CHOICES, required=False)
 
 
@@ -29,10 +37,10 @@ def _tags(value: str) -> list[str]:
 
 
 class TeachForm(forms.Form):
-    rule = forms.CharField(widget=forms.Textarea(attrs=TEXT), max_length=4000)
+    rule = forms.CharField(widget=forms.Textarea(attrs=TEXT), max_length=RULE_MAX)
     type = forms.ChoiceField(choices=[(t, t.replace("_", " ")) for t in TEACHABLE], initial="heuristic")
-    trigger = forms.CharField(required=False, max_length=1000, help_text="When does this apply?")
-    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs=TEXT), max_length=4000)
+    trigger = forms.CharField(required=False, max_length=TRIGGER_MAX, help_text="When does this apply?")
+    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs=TEXT), max_length=RATIONALE_MAX)
     tags = forms.CharField(required=False, help_text="Comma-separated. Action items need action-item and for:<email>.")
 
     def tag_list(self) -> list[str]:
@@ -40,9 +48,9 @@ class TeachForm(forms.Form):
 
 
 class EditForm(forms.Form):
-    content = forms.CharField(label="Rule", widget=forms.Textarea(attrs=TEXT), max_length=4000)
-    trigger = forms.CharField(required=False, max_length=1000)
-    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs=TEXT), max_length=4000)
+    content = forms.CharField(label="Rule", widget=forms.Textarea(attrs=TEXT), max_length=RULE_MAX)
+    trigger = forms.CharField(required=False, max_length=TRIGGER_MAX)
+    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs=TEXT), max_length=RATIONALE_MAX)
     type = forms.ChoiceField(choices=KnowledgeType.choices)
     tags = forms.CharField(required=False, help_text="Comma-separated.")
     confidence = forms.FloatField(min_value=0, max_value=1)
@@ -52,14 +60,14 @@ class EditForm(forms.Form):
 
 
 class SupersedeForm(forms.Form):
-    content = forms.CharField(label="New rule", widget=forms.Textarea(attrs=TEXT), max_length=4000,
+    content = forms.CharField(label="New rule", widget=forms.Textarea(attrs=TEXT), max_length=RULE_MAX,
                               help_text="Replaces this row; the old one stays in the chain, out of retrieval.")
-    trigger = forms.CharField(required=False, max_length=1000)
-    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs=TEXT), max_length=4000)
+    trigger = forms.CharField(required=False, max_length=TRIGGER_MAX)
+    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs=TEXT), max_length=RATIONALE_MAX)
 
 
 class RejectForm(forms.Form):
-    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "cols": 60}), max_length=2000,
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "cols": 60}), max_length=DECISION_REASON_MAX,
                              help_text="Why not? It is kept with the proposal.")
 
 

@@ -12,6 +12,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from brain.models import TimestampedModel
 from knowledge.embeddings import DIMENSIONS
+from projects.models import STACK_NAME_MAX
 
 # The text search configuration of every tsvector and tsquery (English stemming and stop words).
 TS_CONFIG = "english"
@@ -20,6 +21,15 @@ EMBEDDING_DIMENSIONS = DIMENSIONS
 # A row whose decay_score is at or under this leaves retrieval (decisions never decay) and counts as retired in
 # the nightly report. BRAIN_RETRIEVAL_DECAY_FLOOR overrides it (`knowledge.selectors.search.decay_floor`).
 DECAY_FLOOR = 0.3
+# Limits of stored text, named once: the services check them and the forms and REST and MCP schemas announce them.
+RULE_MIN, RULE_MAX = 3, 4000  # characters of the rule (content), counted without surrounding blanks for the minimum
+TRIGGER_MAX = 1000
+RATIONALE_MAX = 4000
+TAGS_MAX = 20  # tags per row
+TAG_MAX = 120  # characters per tag
+SOURCE_MAX = 40
+PROPOSAL_TARGET_KEY_MAX = 200
+DECISION_REASON_MAX = 2000  # why a proposal was rejected
 
 
 class KnowledgeType(models.TextChoices):
@@ -65,16 +75,16 @@ class KnowledgeItem(TimestampedModel):
     trigger = models.TextField(blank=True)
     content = models.TextField(help_text="the rule / body text")
     rationale = models.TextField(blank=True)
-    tags = ArrayField(models.CharField(max_length=120), default=list, blank=True)
-    source = models.CharField(max_length=40, blank=True, help_text="user_correction, decision, discovery, ...")
+    tags = ArrayField(models.CharField(max_length=TAG_MAX), default=list, blank=True)
+    source = models.CharField(max_length=SOURCE_MAX, blank=True, help_text="user_correction, decision, discovery, ...")
     stage = models.CharField(max_length=12, choices=SkillStage.choices, default=SkillStage.NONE, blank=True)
     confidence = models.FloatField(default=0.7)
     success_count = models.PositiveIntegerField(default=0)
     failure_count = models.PositiveIntegerField(default=0)
     decay_score = models.FloatField(default=1.0)
     last_used_at = models.DateTimeField(null=True, blank=True)
-    framework = models.CharField(max_length=60, blank=True)
-    language = models.CharField(max_length=60, blank=True)
+    framework = models.CharField(max_length=STACK_NAME_MAX, blank=True)
+    language = models.CharField(max_length=STACK_NAME_MAX, blank=True)
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
     )
@@ -155,7 +165,7 @@ class Proposal(TimestampedModel):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="proposals")
     project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     session_id = models.UUIDField()
-    target_key = models.CharField(max_length=200)
+    target_key = models.CharField(max_length=PROPOSAL_TARGET_KEY_MAX)
     kind = models.CharField(max_length=16, choices=ProposalKind.choices)
     target = models.ForeignKey(KnowledgeItem, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     type = models.CharField(max_length=20, choices=KnowledgeType.choices, default=KnowledgeType.REFLEX)

@@ -37,6 +37,8 @@ BM25_B = 0.75
 # 0.5 raised hybrid turn recall@10 from 0.891 to 0.902-0.910 (docs/benchmarks.md); 0.2 is the smallest value
 # that reaches the top of that plateau, and it gives vector search alone its best figures too.
 VECTOR_LENGTH_B = 0.2
+# The longest search query any interface accepts (characters).
+QUERY_MAX = 2000
 # Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
 MAX_COSINE_DISTANCE = 2.0
 

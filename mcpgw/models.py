@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from django.db import models
 
+# Field limits, named once: the services and selectors read these.
+SESSION_ID_MAX = 64
+CLIENT_NAME_MAX = 200
+CLIENT_VERSION_MAX = 100
+
 
 class McpSession(models.Model):
     """One `Mcp-Session-Id`, bound to the token that opened it."""
 
     # The session id itself: 43 random URL-safe characters (256 bits), visible ASCII as the spec asks.
-    id = models.CharField(primary_key=True, max_length=64, editable=False)
+    id = models.CharField(primary_key=True, max_length=SESSION_ID_MAX, editable=False)
     token = models.ForeignKey("projects.ApiToken", on_delete=models.CASCADE, related_name="mcp_sessions")
     protocol_version = models.CharField(max_length=20)
-    client_name = models.CharField(max_length=200, blank=True)
-    client_version = models.CharField(max_length=100, blank=True)
+    client_name = models.CharField(max_length=CLIENT_NAME_MAX, blank=True)
+    client_version = models.CharField(max_length=CLIENT_VERSION_MAX, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField()
     tool_call_count = models.PositiveIntegerField(default=0)

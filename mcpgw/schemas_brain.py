@@ -9,8 +9,14 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAGS_MAX, TRIGGER_MAX
+from knowledge.search import QUERY_MAX
 from mcpgw.registry import ToolModel
+from projects.models import PROJECT_NAME_MAX, STACK_NAME_MAX
+from sessions.models import CLIENT_TYPE_MAX, EVENT_TYPE_MAX
 
+ID_MAX = 64  # an id argument (a UUID is 36 characters)
+PROMPT_MAX = 8000
 OMIT_WHEN_NONE = {"relevantKnowledge", "openActionItems", "hint"}
 
 
@@ -26,12 +32,12 @@ class _Out(ToolModel):
 
 
 class StartSessionIn(_In):
-    client_type: str = Field("", max_length=60, description="the calling client, e.g. claude_code")
-    prompt: str = Field("", max_length=8000, description="the task; when given, relevant knowledge is injected")
-    framework: str = Field("", max_length=60)
-    language: str = Field("", max_length=60)
-    project_id: str | None = Field(None, max_length=64)
-    project_name: str | None = Field(None, min_length=1, max_length=120, description="found or created")
+    client_type: str = Field("", max_length=CLIENT_TYPE_MAX, description="the calling client, e.g. claude_code")
+    prompt: str = Field("", max_length=PROMPT_MAX, description="the task; when given, relevant knowledge is injected")
+    framework: str = Field("", max_length=STACK_NAME_MAX)
+    language: str = Field("", max_length=STACK_NAME_MAX)
+    project_id: str | None = Field(None, max_length=ID_MAX)
+    project_name: str | None = Field(None, min_length=1, max_length=PROJECT_NAME_MAX, description="found or created")
 
 
 class InjectionOut(_Out):
@@ -49,14 +55,14 @@ class StartSessionOut(_Out):
 
 
 class RetrieveContext(_In):
-    session_id: str | None = Field(None, max_length=64)
-    project_id: str | None = Field(None, max_length=64)
-    framework: str = Field("", max_length=60)
-    language: str = Field("", max_length=60)
+    session_id: str | None = Field(None, max_length=ID_MAX)
+    project_id: str | None = Field(None, max_length=ID_MAX)
+    framework: str = Field("", max_length=STACK_NAME_MAX)
+    language: str = Field("", max_length=STACK_NAME_MAX)
 
 
 class RetrieveIn(_In):
-    prompt: str = Field(min_length=1, max_length=8000)
+    prompt: str = Field(min_length=1, max_length=PROMPT_MAX)
     context: RetrieveContext | None = None
     limit: int = Field(5, ge=1, le=20)
     budget_tokens: int | None = Field(None, ge=50, le=8000)
@@ -89,7 +95,7 @@ class RetrieveOut(_Out):
 
 
 class ReportIn(_In):
-    session_id: str = Field(min_length=1, max_length=64)
+    session_id: str = Field(min_length=1, max_length=ID_MAX)
     success: bool
     user_feedback: Literal["up", "down"] | None = None
     build_attempts: int = Field(1, ge=1, le=1000)
@@ -133,15 +139,15 @@ class ReportOut(_Out):
 
 
 class TeachIn(_In):
-    rule: str = Field(min_length=3, max_length=4000)
-    trigger: str = Field("", max_length=1000)
-    rationale: str = Field("", max_length=4000)
+    rule: str = Field(min_length=RULE_MIN, max_length=RULE_MAX)
+    trigger: str = Field("", max_length=TRIGGER_MAX)
+    rationale: str = Field("", max_length=RATIONALE_MAX)
     type: Literal["reflex", "recipe", "heuristic", "principle", "anti_principle", "action_item"] = "heuristic"
-    tags: list[str] = Field(default_factory=list, max_length=20)
-    project_id: str | None = Field(None, max_length=64)
-    framework: str = Field("", max_length=60)
-    language: str = Field("", max_length=60)
-    supersedes_knowledge_id: str | None = Field(None, max_length=64)
+    tags: list[str] = Field(default_factory=list, max_length=TAGS_MAX)
+    project_id: str | None = Field(None, max_length=ID_MAX)
+    framework: str = Field("", max_length=STACK_NAME_MAX)
+    language: str = Field("", max_length=STACK_NAME_MAX)
+    supersedes_knowledge_id: str | None = Field(None, max_length=ID_MAX)
 
 
 class TeachOut(_Out):
@@ -164,7 +170,7 @@ class StyleOut(_Out):
 
 class OracleIn(_In):
     question: str = Field(min_length=3, max_length=2000)
-    project_id: str | None = Field(None, max_length=64)
+    project_id: str | None = Field(None, max_length=ID_MAX)
 
 
 class CitationOut(_Out):
@@ -185,8 +191,8 @@ class OracleOut(_Out):
 
 
 class LogEventIn(_In):
-    session_id: str = Field(min_length=1, max_length=64)
-    event_type: str = Field(min_length=1, max_length=40)
+    session_id: str = Field(min_length=1, max_length=ID_MAX)
+    event_type: str = Field(min_length=1, max_length=EVENT_TYPE_MAX)
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -196,7 +202,7 @@ class LogEventOut(_Out):
 
 
 class FindSkillIn(_In):
-    query: str = Field(min_length=1, max_length=2000)
+    query: str = Field(min_length=1, max_length=QUERY_MAX)
     limit: int = Field(5, ge=1, le=20)
 
 
@@ -218,7 +224,7 @@ class FindSkillOut(_Out):
 
 
 class SessionSearchIn(_In):
-    query: str = Field(min_length=1, max_length=2000)
+    query: str = Field(min_length=1, max_length=QUERY_MAX)
     since: datetime | None = None
     until: datetime | None = None
     limit: int = Field(10, ge=1, le=50)

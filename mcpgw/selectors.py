@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from mcpgw.models import McpSession
+from mcpgw.models import SESSION_ID_MAX, McpSession
 from projects.models import ApiToken
 
 
@@ -18,7 +18,7 @@ def idle_cutoff(now: datetime | None = None) -> datetime:
 
 def mcp_session_live(*, session_id: str) -> McpSession | None:
     """The open, not yet idle-expired session with this id (whoever owns it: the caller compares tokens)."""
-    if not session_id or len(session_id) > 64:
+    if not session_id or len(session_id) > SESSION_ID_MAX:
         return None
     return (
         McpSession.objects.filter(pk=session_id, closed_at__isnull=True, last_seen_at__gte=idle_cutoff())

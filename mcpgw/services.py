@@ -12,7 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from brain.logs import log_op
-from mcpgw.models import McpSession
+from mcpgw.models import CLIENT_NAME_MAX, CLIENT_VERSION_MAX, McpSession
 from mcpgw.selectors import idle_cutoff, mcp_sessions_open_of
 from projects.models import ApiToken
 
@@ -38,7 +38,7 @@ def mcp_session_open(
         _close(old, reason="evicted", now=now)
     session = McpSession.objects.create(
         id=secrets.token_urlsafe(32), token=token, protocol_version=protocol_version,
-        client_name=client_name[:200], client_version=client_version[:100], last_seen_at=now,
+        client_name=client_name[:CLIENT_NAME_MAX], client_version=client_version[:CLIENT_VERSION_MAX], last_seen_at=now,
     )
     total = mcp_sessions_open_of(token=token).count()
     log_op(logger, "mcp.session.open", sessionPrefix=session.prefix, version=protocol_version,

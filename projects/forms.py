@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from django.utils import timezone
 
-from projects.models import Membership, Project, User
+from projects.models import ORG_NAME_MAX, TOKEN_LABEL_MAX, Membership, Project, User
 from projects.services.throttle import login_blocked_for, login_failure_record, login_success_record
 
 EXPIRY_CHOICES = [("", "Never"), ("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year")]
@@ -69,7 +69,7 @@ class ThrottledLoginForm(AuthenticationForm):
 
 
 class TokenMintForm(forms.Form):
-    label = forms.CharField(max_length=120, help_text="Where the token is used, e.g. “work laptop”.")
+    label = forms.CharField(max_length=TOKEN_LABEL_MAX, help_text="Where the token is used, e.g. “work laptop”.")
     scope = forms.ChoiceField(
         choices=[], help_text="A project-scoped token sees and writes only that project."
     )
@@ -91,7 +91,7 @@ class TokenMintForm(forms.Form):
 
 
 class OrgCreateForm(forms.Form):
-    name = forms.CharField(max_length=200, label="Team name")
+    name = forms.CharField(max_length=ORG_NAME_MAX, label="Team name")
 
 
 class InviteForm(forms.Form):

@@ -12,6 +12,18 @@ from django.utils import timezone
 
 from brain.models import TimestampedModel
 
+# Field limits, named once: the models, services, forms and the REST and MCP schemas all read these.
+ORG_NAME_MAX = 200
+SLUG_MAX = 80
+PROJECT_NAME_MAX = 120
+STACK_NAME_MAX = 60  # a framework or language name (projects, knowledge rows, sessions)
+TOKEN_LABEL_MAX = 120
+AUDIT_TARGET_MAX = 200
+AUDIT_SUMMARY_MAX = 300
+# A raw token reads `ebt_<8 hex>_<secret>`; `ebt_<8 hex>` is its prefix, the part lists and logs show.
+TOKEN_PREFIX = "ebt_"
+TOKEN_PUBLIC_HEX = 8
+
 
 class UserManager(BaseUserManager["User"]):
     use_in_migrations = True
@@ -50,8 +62,8 @@ class User(AbstractBaseUser, PermissionsMixin):
 class Org(TimestampedModel):
     """A group of people sharing projects. Every user has one personal org, created with the user."""
 
-    name = models.CharField(max_length=200)
-    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=ORG_NAME_MAX)
+    slug = models.SlugField(max_length=SLUG_MAX, unique=True)
     personal_for = models.OneToOneField(
         User, null=True, blank=True, on_delete=models.CASCADE, related_name="personal_org"
     )
@@ -81,10 +93,10 @@ class Project(TimestampedModel):
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="projects")
     created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    name = models.CharField(max_length=120)
-    slug = models.SlugField(max_length=80)
-    framework = models.CharField(max_length=60, blank=True)
-    language = models.CharField(max_length=60, blank=True)
+    name = models.CharField(max_length=PROJECT_NAME_MAX)
+    slug = models.SlugField(max_length=SLUG_MAX)
+    framework = models.CharField(max_length=STACK_NAME_MAX, blank=True)
+    language = models.CharField(max_length=STACK_NAME_MAX, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -104,8 +116,8 @@ class ApiToken(TimestampedModel):
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.CASCADE, related_name="api_tokens"
     )
-    label = models.CharField(max_length=120, blank=True)
-    prefix = models.CharField(max_length=16, db_index=True)
+    label = models.CharField(max_length=TOKEN_LABEL_MAX, blank=True)
+    prefix = models.CharField(max_length=16, db_index=True)  # TOKEN_PREFIX and TOKEN_PUBLIC_HEX characters
     digest = models.CharField(max_length=64, unique=True, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -185,8 +197,8 @@ class AuditEvent(models.Model):
     actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     actor_email = models.EmailField(max_length=254, blank=True, help_text="kept when the user is deleted")
     action = models.CharField(max_length=40, choices=AuditAction.choices)
-    target = models.CharField(max_length=200, blank=True, help_text="kind:id of what was acted on")
-    summary = models.CharField(max_length=300, blank=True)
+    target = models.CharField(max_length=AUDIT_TARGET_MAX, blank=True, help_text="kind:id of what was acted on")
+    summary = models.CharField(max_length=AUDIT_SUMMARY_MAX, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -10,6 +10,11 @@ from pgvector.django import HnswIndex, VectorField
 
 from brain.models import TimestampedModel
 from knowledge.models import EMBEDDING_DIMENSIONS, TS_CONFIG
+from projects.models import STACK_NAME_MAX
+
+# Field limits, named once: the services and the MCP schemas read these.
+CLIENT_TYPE_MAX = 60
+EVENT_TYPE_MAX = 40
 
 
 class Session(TimestampedModel):
@@ -17,9 +22,9 @@ class Session(TimestampedModel):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions")
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="agent_sessions")
-    client_type = models.CharField(max_length=60, blank=True)
+    client_type = models.CharField(max_length=CLIENT_TYPE_MAX, blank=True)
     prompt = models.TextField(blank=True)
-    framework = models.CharField(max_length=60, blank=True)
+    framework = models.CharField(max_length=STACK_NAME_MAX, blank=True)
     started_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
     success = models.BooleanField(null=True, blank=True)
@@ -49,7 +54,7 @@ class SessionEvent(TimestampedModel):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
-    event_type = models.CharField(max_length=40)
+    event_type = models.CharField(max_length=EVENT_TYPE_MAX)
     payload = models.JSONField(default=dict, blank=True)
     content = models.TextField(blank=True, help_text="the searchable text of the event")
     occurred_at = models.DateTimeField()

@@ -26,8 +26,9 @@ from knowledge.api.schemas import (
     TaughtOut,
     TeachIn,
 )
-from knowledge.models import KnowledgeItem
+from knowledge.models import TAG_MAX, KnowledgeItem
 from knowledge.scoring import Weights
+from knowledge.search import QUERY_MAX
 from knowledge.selectors.live import knowledge_live
 from knowledge.selectors.search import knowledge_search
 from knowledge.services.curate import knowledge_delete, knowledge_edit, knowledge_supersede
@@ -36,6 +37,7 @@ from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
 from projects.api.pagination import MAX_LIMIT, paginate
 from projects.api.schemas import TextQuery
+from projects.models import STACK_NAME_MAX
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible
 
@@ -46,19 +48,19 @@ KNOWLEDGE_KEYS = ("-created_at", "-id")
 
 class KnowledgeFilters(TextQuery):
     type: KnowledgeKind | None = None
-    tag: str | None = QField(None, max_length=120)
+    tag: str | None = QField(None, max_length=TAG_MAX)
     projectId: uuid.UUID | None = None  # noqa: N815
-    q: str | None = QField(None, max_length=2000, description="rank by the retrieval engine (one page, no cursor)")
+    q: str | None = QField(None, max_length=QUERY_MAX, description="rank by the retrieval engine (one page, no cursor)")
     cursor: str | None = None
     limit: int | None = None
 
 
 class SearchQuery(TextQuery):
-    q: str = QField(min_length=1, max_length=2000)
+    q: str = QField(min_length=1, max_length=QUERY_MAX)
     projectId: uuid.UUID | None = None  # noqa: N815
     type: list[KnowledgeKind] | None = None
-    framework: str = QField("", max_length=60)
-    language: str = QField("", max_length=60)
+    framework: str = QField("", max_length=STACK_NAME_MAX)
+    language: str = QField("", max_length=STACK_NAME_MAX)
     limit: int = QField(5, ge=1, le=20)
     explain: bool = True
 

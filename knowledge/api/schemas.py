@@ -9,9 +9,10 @@ from typing import Any, Literal
 
 from ninja import Field, Schema
 
-from knowledge.models import KnowledgeItem
+from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAGS_MAX, TRIGGER_MAX, KnowledgeItem
 from knowledge.selectors.search import KnowledgeHit
 from projects.api.schemas import StrictIn
+from projects.models import STACK_NAME_MAX
 
 Teachable = Literal["reflex", "recipe", "heuristic", "principle", "anti_principle", "action_item"]
 KnowledgeKind = Literal[
@@ -88,14 +89,14 @@ class KnowledgeSearchOut(Schema):
 
 
 class TeachIn(StrictIn):
-    rule: str = Field(min_length=3, max_length=4000)
-    trigger: str = Field("", max_length=1000)
-    rationale: str = Field("", max_length=4000)
+    rule: str = Field(min_length=RULE_MIN, max_length=RULE_MAX)
+    trigger: str = Field("", max_length=TRIGGER_MAX)
+    rationale: str = Field("", max_length=RATIONALE_MAX)
     type: Teachable = "heuristic"
-    tags: list[str] = Field(default_factory=list, max_length=20)
+    tags: list[str] = Field(default_factory=list, max_length=TAGS_MAX)
     projectId: uuid.UUID | None = Field(None, description="default: the token's project, else your first project")
-    framework: str = Field("", max_length=60)
-    language: str = Field("", max_length=60)
+    framework: str = Field("", max_length=STACK_NAME_MAX)
+    language: str = Field("", max_length=STACK_NAME_MAX)
     supersedesKnowledgeId: uuid.UUID | None = Field(None, description="retire this row of yours (same project)")
 
 
@@ -104,18 +105,18 @@ class TaughtOut(KnowledgeOut):
 
 
 class KnowledgeUpdateIn(StrictIn):
-    rule: str | None = Field(None, min_length=3, max_length=4000)
-    trigger: str | None = Field(None, max_length=1000)
-    rationale: str | None = Field(None, max_length=4000)
+    rule: str | None = Field(None, min_length=RULE_MIN, max_length=RULE_MAX)
+    trigger: str | None = Field(None, max_length=TRIGGER_MAX)
+    rationale: str | None = Field(None, max_length=RATIONALE_MAX)
     type: KnowledgeKind | None = None
-    tags: list[str] | None = Field(None, max_length=20)
+    tags: list[str] | None = Field(None, max_length=TAGS_MAX)
     confidence: float | None = Field(None, ge=0.0, le=1.0)
 
 
 class SupersedeIn(StrictIn):
-    rule: str = Field(min_length=3, max_length=4000)
-    trigger: str | None = Field(None, max_length=1000, description="default: the old row's trigger")
-    rationale: str | None = Field(None, max_length=4000, description="default: the old row's rationale")
+    rule: str = Field(min_length=RULE_MIN, max_length=RULE_MAX)
+    trigger: str | None = Field(None, max_length=TRIGGER_MAX, description="default: the old row's trigger")
+    rationale: str | None = Field(None, max_length=RATIONALE_MAX, description="default: the old row's rationale")
 
 
 class ActionItemOut(Schema):

@@ -15,14 +15,13 @@ from django.utils import timezone
 
 from brain.errors import Conflict, NotFound, ValidationFailed
 from brain.logs import log_op
-from knowledge.models import Contradiction, KnowledgeItem, KnowledgeType
+from knowledge.models import RULE_MAX, RULE_MIN, TAG_MAX, TAGS_MAX, Contradiction, KnowledgeItem, KnowledgeType
 from knowledge.services.create import KnowledgeDraft, embed_or_none, knowledge_create, knowledge_embedding_text
 from projects.models import AuditAction, Membership, User
 from projects.scope import Principal
 from projects.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
-MAX_TAGS = 20
 
 
 def _editable(principal: Principal, item_id: uuid.UUID | str) -> KnowledgeItem:
@@ -42,14 +41,14 @@ def _editable(principal: Principal, item_id: uuid.UUID | str) -> KnowledgeItem:
 
 def _clean_tags(tags: Sequence[str]) -> list[str]:
     clean = list(dict.fromkeys(t.strip().lower() for t in tags if t and t.strip()))
-    if len(clean) > MAX_TAGS or any(len(t) > 120 for t in clean):
-        raise ValidationFailed(f"tags: at most {MAX_TAGS}, each at most 120 characters")
+    if len(clean) > TAGS_MAX or any(len(t) > TAG_MAX for t in clean):
+        raise ValidationFailed(f"tags: at most {TAGS_MAX}, each at most {TAG_MAX} characters")
     return clean
 
 
 def _check(content: str, type: str, confidence: float) -> None:
-    if not 3 <= len(content.strip()) <= 4000:
-        raise ValidationFailed("the rule text must be 3-4000 characters")
+    if not RULE_MIN <= len(content.strip()) <= RULE_MAX:
+        raise ValidationFailed(f"the rule text must be {RULE_MIN}-{RULE_MAX} characters")
     if type not in KnowledgeType.values:
         raise ValidationFailed(f"type must be one of {', '.join(KnowledgeType.values)}; got {type!r}")
     if not 0.0 <= confidence <= 1.0:

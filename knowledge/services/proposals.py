@@ -10,7 +10,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain.errors import Conflict, NotFound, ValidationFailed
-from knowledge.models import KnowledgeItem, KnowledgeType, Proposal, ProposalKind, ProposalStatus
+from knowledge.models import (
+    DECISION_REASON_MAX,
+    PROPOSAL_TARGET_KEY_MAX,
+    KnowledgeItem,
+    KnowledgeType,
+    Proposal,
+    ProposalKind,
+    ProposalStatus,
+)
 from knowledge.services.create import embed_or_none, knowledge_embedding_text
 from projects.models import AuditAction, Project, User
 from projects.services.audit import audit_record
@@ -36,9 +44,9 @@ def proposal_record_many(
 ) -> int:
     """Stores the drafts not yet proposed for this (session, target); returns how many are new."""
     rows = [
-        Proposal(owner=owner, project=project, session_id=session_id, target_key=d.target_key[:200], kind=d.kind,
-                 target_id=d.target_id, type=d.type, trigger=d.trigger, content=d.content, rationale=d.rationale,
-                 score=d.score, signals=list(d.signals))
+        Proposal(owner=owner, project=project, session_id=session_id, kind=d.kind,
+                 target_key=d.target_key[:PROPOSAL_TARGET_KEY_MAX], target_id=d.target_id, type=d.type,
+                 trigger=d.trigger, content=d.content, rationale=d.rationale, score=d.score, signals=list(d.signals))
         for d in drafts
     ]
     with transaction.atomic():
@@ -92,6 +100,6 @@ def proposal_reject(*, user: User, proposal_id: uuid.UUID | str, reason: str) ->
     with transaction.atomic():
         proposal = _pending_for(user, proposal_id)
         proposal.status, proposal.decided_at = ProposalStatus.REJECTED, timezone.now()
-        proposal.decision_reason = reason.strip()[:2000]
+        proposal.decision_reason = reason.strip()[:DECISION_REASON_MAX]
         proposal.save(update_fields=["status", "decided_at", "decision_reason", "updated_at"])
     return proposal

@@ -12,16 +12,24 @@ from django.db import transaction
 
 from brain.errors import ValidationFailed
 from brain.logs import log_op
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import (
+    RATIONALE_MAX,
+    RULE_MAX,
+    RULE_MIN,
+    TAG_MAX,
+    TAGS_MAX,
+    TRIGGER_MAX,
+    KnowledgeItem,
+    KnowledgeType,
+)
 from knowledge.services.create import KnowledgeDraft, knowledge_create
-from projects.models import AuditAction
+from projects.models import STACK_NAME_MAX, AuditAction
 from projects.scope import Principal
 from projects.services.audit import audit_record
 from projects.services.resolve import project_resolve
 
 logger = logging.getLogger(__name__)
 TEACHABLE = ("reflex", "recipe", "heuristic", "principle", "anti_principle", "action_item")
-MAX_TAGS = 20
 _MEETING = re.compile(r"^meeting:\d{4}-\d{2}-\d{2}-[a-z0-9][a-z0-9-]*$")
 _EMAIL = re.compile(r"^for:[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -34,8 +42,8 @@ class Taught:
 
 def _tags(tags: Sequence[str], kind: str) -> list[str]:
     clean = list(dict.fromkeys(t.strip().lower() for t in tags if t and t.strip()))
-    if len(clean) > MAX_TAGS or any(len(t) > 120 for t in clean):
-        raise ValidationFailed(f"tags: at most {MAX_TAGS}, each at most 120 characters")
+    if len(clean) > TAGS_MAX or any(len(t) > TAG_MAX for t in clean):
+        raise ValidationFailed(f"tags: at most {TAGS_MAX}, each at most {TAG_MAX} characters")
     if kind != KnowledgeType.ACTION_ITEM:
         return clean
     if not {"action-item", "open-question"} & set(clean):
@@ -70,13 +78,13 @@ def knowledge_teach(
     """Stores the rule at confidence 1.0 in the resolved project (the caller's token scope applies)."""
     if type not in TEACHABLE:
         raise ValidationFailed(f"type must be one of {', '.join(TEACHABLE)}; got {type!r}")
-    if len(rule.strip()) < 3 or len(rule) > 4000:
-        raise ValidationFailed("rule must be 3-4000 characters")
-    if len(trigger) > 1000 or len(rationale) > 4000:
-        raise ValidationFailed("trigger is limited to 1000 characters and rationale to 4000")
+    if len(rule.strip()) < RULE_MIN or len(rule) > RULE_MAX:
+        raise ValidationFailed(f"rule must be {RULE_MIN}-{RULE_MAX} characters")
+    if len(trigger) > TRIGGER_MAX or len(rationale) > RATIONALE_MAX:
+        raise ValidationFailed(f"trigger is limited to {TRIGGER_MAX} characters and rationale to {RATIONALE_MAX}")
     draft = KnowledgeDraft(
         content=rule, type=type, trigger=trigger, rationale=rationale, tags=_tags(tags, type), source="taught",
-        confidence=1.0, framework=framework[:60], language=language[:60],
+        confidence=1.0, framework=framework[:STACK_NAME_MAX], language=language[:STACK_NAME_MAX],
     )
     project = project_resolve(principal=principal, project_id=project_id).project
     with transaction.atomic():

@@ -9,17 +9,18 @@ from typing import Literal
 from pydantic import Field
 
 from mcpgw.registry import NoArguments, ToolModel, tool
-from projects.models import Project
+from projects.models import PROJECT_NAME_MAX, STACK_NAME_MAX, Project
 from projects.scope import Principal
 from projects.selectors.accounts import project_active, projects_visible
 from projects.services.accounts import project_create_named
 
 
 class CreateProjectIn(ToolModel):
-    name: str = Field(min_length=1, max_length=120, description="Project name; matched case-insensitively.")
-    framework: str | None = Field(default=None, max_length=60, description="e.g. react, django; kept only "
+    name: str = Field(min_length=1, max_length=PROJECT_NAME_MAX,
+                      description="Project name; matched case-insensitively.")
+    framework: str | None = Field(default=None, max_length=STACK_NAME_MAX, description="e.g. react, django; kept only "
                                   "when the project is created.", examples=["react", "nextjs", "django"])
-    language: str | None = Field(default=None, max_length=60, description="e.g. typescript, python; kept "
+    language: str | None = Field(default=None, max_length=STACK_NAME_MAX, description="e.g. typescript, python; kept "
                                  "only when the project is created.", examples=["typescript", "python"])
 
 

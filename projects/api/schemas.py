@@ -10,7 +10,7 @@ from typing import Any
 from ninja import Field, Schema
 from pydantic import ConfigDict, field_validator
 
-from projects.models import ApiToken, Project
+from projects.models import PROJECT_NAME_MAX, STACK_NAME_MAX, TOKEN_LABEL_MAX, ApiToken, Project
 from projects.scope import Principal
 
 
@@ -76,9 +76,9 @@ class ProjectOut(Schema):
 
 
 class ProjectCreateIn(StrictIn):
-    name: str = Field(min_length=1, max_length=120)
-    framework: str | None = Field(default=None, max_length=60)
-    language: str | None = Field(default=None, max_length=60)
+    name: str = Field(min_length=1, max_length=PROJECT_NAME_MAX)
+    framework: str | None = Field(default=None, max_length=STACK_NAME_MAX)
+    language: str | None = Field(default=None, max_length=STACK_NAME_MAX)
     orgId: uuid.UUID | None = Field(default=None, description="An org you belong to; default: your personal org.")
 
 
@@ -115,7 +115,7 @@ class TokenOut(Schema):
 
 
 class TokenCreateIn(StrictIn):
-    label: str = Field(min_length=1, max_length=120)
+    label: str = Field(min_length=1, max_length=TOKEN_LABEL_MAX)
     projectId: uuid.UUID | None = Field(default=None, description="Bind the token to this project only.")
     expiresAt: datetime | None = Field(default=None, description="Must be in the future; default: never.")
 

@@ -13,18 +13,29 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
-from projects.models import ApiToken, AuditAction, Membership, Org, Project, User
+from projects.models import (
+    PROJECT_NAME_MAX,
+    SLUG_MAX,
+    STACK_NAME_MAX,
+    TOKEN_LABEL_MAX,
+    TOKEN_PREFIX,
+    TOKEN_PUBLIC_HEX,
+    ApiToken,
+    AuditAction,
+    Membership,
+    Org,
+    Project,
+    User,
+)
 from projects.scope import Principal
 from projects.selectors.accounts import project_in_org_by_name, token_digest
 from projects.services.audit import audit_record
 
-TOKEN_PREFIX = "ebt_"
-PROJECT_NAME_MAX = 120
 # last_used_at is a hint for people, not an audit trail: refresh it at most once a minute.
 TOKEN_TOUCH_INTERVAL = timedelta(minutes=1)
 
 
-def _unique_slug(base: str, taken: set[str], max_len: int = 80) -> str:
+def _unique_slug(base: str, taken: set[str], max_len: int = SLUG_MAX) -> str:
     root = (slugify(base) or "project")[: max_len - 6]
     slug, n = root, 2
     while slug in taken:
@@ -54,12 +65,12 @@ def user_create(*, email: str, password: str | None = None, is_staff: bool = Fal
 def _clean_project_fields(name: str, framework: str | None, language: str | None) -> tuple[str, str, str]:
     name = (name or "").strip()
     if not name:
-        raise ValidationFailed("name is required: pass a project name of 1-120 characters")
+        raise ValidationFailed(f"name is required: pass a project name of 1-{PROJECT_NAME_MAX} characters")
     if len(name) > PROJECT_NAME_MAX:
         raise ValidationFailed(f"name is {len(name)} characters; the limit is {PROJECT_NAME_MAX}")
     for field, value in (("framework", framework), ("language", language)):
-        if value and len(value) > 60:
-            raise ValidationFailed(f"{field} is longer than 60 characters")
+        if value and len(value) > STACK_NAME_MAX:
+            raise ValidationFailed(f"{field} is longer than {STACK_NAME_MAX} characters")
     return name, (framework or "").strip(), (language or "").strip()
 
 
@@ -128,10 +139,10 @@ def token_create(
         raise NotFound(f"project {project.pk} not found")
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationFailed("expires_at must be in the future")
-    public = secrets.token_hex(4)
+    public = secrets.token_hex(TOKEN_PUBLIC_HEX // 2)
     raw = f"{TOKEN_PREFIX}{public}_{secrets.token_urlsafe(32)}"
     token = ApiToken.objects.create(
-        user=user, project=project, label=label.strip()[:120], prefix=f"{TOKEN_PREFIX}{public}",
+        user=user, project=project, label=label.strip()[:TOKEN_LABEL_MAX], prefix=f"{TOKEN_PREFIX}{public}",
         digest=token_digest(raw), expires_at=expires_at,
     )
     audit_record(actor=user, action=AuditAction.TOKEN_MINTED, project=project, target=f"token:{token.prefix}",

@@ -3,7 +3,7 @@ together. Reads are `projects.selectors.audit`."""
 
 from __future__ import annotations
 
-from projects.models import AuditEvent, Org, Project, User
+from projects.models import AUDIT_SUMMARY_MAX, AUDIT_TARGET_MAX, AuditEvent, Org, Project, User
 
 
 def audit_record(
@@ -17,5 +17,5 @@ def audit_record(
         org_id = Org.objects.filter(personal_for=actor).values_list("id", flat=True).first()
     return AuditEvent.objects.create(
         org_id=org_id, actor=actor, actor_email=actor.email if actor else "", action=action,
-        target=target[:200], summary=summary[:300],
+        target=target[:AUDIT_TARGET_MAX], summary=summary[:AUDIT_SUMMARY_MAX],
     )

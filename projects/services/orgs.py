@@ -13,12 +13,11 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
-from projects.models import AuditAction, Invitation, Membership, Org, User
+from projects.models import ORG_NAME_MAX, SLUG_MAX, AuditAction, Invitation, Membership, Org, User
 from projects.selectors.accounts import token_digest
 from projects.services.audit import audit_record
 
 INVITATION_TTL = timedelta(days=7)
-ORG_NAME_MAX = 200
 
 
 def _require_owner(*, user: User, org: Org) -> None:
@@ -32,7 +31,7 @@ def org_create(*, user: User, name: str) -> Org:
     name = (name or "").strip()
     if not name or len(name) > ORG_NAME_MAX:
         raise ValidationFailed(f"an org name needs 1-{ORG_NAME_MAX} characters")
-    root = (slugify(name) or "team")[:70]
+    root = (slugify(name) or "team")[: SLUG_MAX - 10]  # room for a "-<n>" suffix
     taken = set(Org.objects.filter(slug__startswith=root).values_list("slug", flat=True))
     slug, n = root, 2
     while slug in taken:

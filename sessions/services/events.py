@@ -16,10 +16,9 @@ from brain.errors import ValidationFailed
 from knowledge.services.create import embed_or_none
 from projects.models import Project, User
 from projects.scope import Principal
-from sessions.models import Session, SessionEvent
+from sessions.models import EVENT_TYPE_MAX, Session, SessionEvent
 from sessions.selectors.owned import session_owned
 
-MAX_EVENT_TYPE = 40
 PROMPT_EVENT = "prompt"
 
 
@@ -32,8 +31,8 @@ class EventDraft:
 
 
 def _validate(draft: EventDraft) -> None:
-    if not draft.event_type or len(draft.event_type) > MAX_EVENT_TYPE:
-        raise ValidationFailed(f"event_type must be 1-{MAX_EVENT_TYPE} characters; got {draft.event_type!r}")
+    if not draft.event_type or len(draft.event_type) > EVENT_TYPE_MAX:
+        raise ValidationFailed(f"event_type must be 1-{EVENT_TYPE_MAX} characters; got {draft.event_type!r}")
 
 
 def session_start(

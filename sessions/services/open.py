@@ -15,10 +15,10 @@ from brain.logs import log_op
 from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import KnowledgeItem, KnowledgeType
 from knowledge.selectors.search import KnowledgeHit, injection_budget, knowledge_search
-from projects.models import Project
+from projects.models import STACK_NAME_MAX, Project
 from projects.scope import Principal
 from projects.services.resolve import project_resolve
-from sessions.models import ApplicationRole, Session, SessionKnowledgeApplication
+from sessions.models import CLIENT_TYPE_MAX, ApplicationRole, Session, SessionKnowledgeApplication
 from sessions.services.events import session_start
 
 logger = logging.getLogger(__name__)
@@ -99,8 +99,8 @@ def session_open(
     """Opens a session in the resolved project; with a prompt, injects the best knowledge in the same call."""
     resolved = project_resolve(principal=principal, project_id=project_id, project_name=project_name,
                                framework=framework or None, language=language or None)
-    session = session_start(user=principal.user, project=resolved.project, client_type=client_type[:60],
-                            prompt=prompt, framework=framework[:60])
+    session = session_start(user=principal.user, project=resolved.project, client_type=client_type[:CLIENT_TYPE_MAX],
+                            prompt=prompt, framework=framework[:STACK_NAME_MAX])
     relevant = None
     if prompt.strip():
         relevant = _soft("start.inject_failed", session, lambda: inject_for_prompt(
