@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from brain.errors import BrainError, NotFound
+from brain.errors import NotFound
 from dashboard.common import int_param, page_context, principal_of, project_of
 from dashboard.forms import EditForm, KnowledgeSearchForm, SupersedeForm, TeachForm
 from knowledge.models import KnowledgeItem
@@ -28,6 +28,7 @@ from knowledge.selectors.search import decay_floor, knowledge_search
 from knowledge.services.curate import knowledge_delete, knowledge_edit, knowledge_restore, knowledge_supersede
 from knowledge.services.teach import knowledge_teach
 from projects.models import Project
+from projects.views.attempt import Refused, attempt
 from sessions.selectors.dashboard import knowledge_applications, sessions_by_ids
 
 SEARCH_LIMIT = 20
@@ -107,16 +108,12 @@ def knowledge_teach_view(request: HttpRequest, project_id: uuid.UUID) -> HttpRes
     project = project_of(request, project_id)
     form = TeachForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
-            taught = knowledge_teach(
-                principal=principal_of(request), rule=form.cleaned_data["rule"], type=form.cleaned_data["type"],
-                trigger=form.cleaned_data["trigger"], rationale=form.cleaned_data["rationale"],
-                tags=form.tag_list(), project_id=str(project.id),
-            )
-        except BrainError as exc:
-            form.add_error(None, exc.message)
-        else:
-            messages.success(request, "Taught. It is injected from the next session on.")
+        taught = attempt(request, lambda: knowledge_teach(
+            principal=principal_of(request), rule=form.cleaned_data["rule"], type=form.cleaned_data["type"],
+            trigger=form.cleaned_data["trigger"], rationale=form.cleaned_data["rationale"],
+            tags=form.tag_list(), project_id=str(project.id),
+        ), ok="Taught. It is injected from the next session on.", form=form)
+        if not isinstance(taught, Refused):
             return redirect("dash_knowledge_detail", project_id=project.id, item_id=taught.item.id)
     status = 400 if form.errors else 200
     return render(request, "dashboard/knowledge_teach.html", page_context(request, project, "knowledge", form=form),
@@ -131,9 +128,10 @@ def knowledge_edit_view(request: HttpRequest, project_id: uuid.UUID, item_id: uu
     form = EditForm(request.POST, prefix="edit")  # two forms share the page: prefixes keep ids unique
     if form.is_valid():
         data = form.cleaned_data
-        _attempt(request, "Saved.", lambda: knowledge_edit(
+        attempt(request, lambda: knowledge_edit(
             principal=principal_of(request), item_id=item.id, content=data["content"], trigger=data["trigger"],
-            rationale=data["rationale"], type=data["type"], tags=form.tag_list(), confidence=data["confidence"]))
+            rationale=data["rationale"], type=data["type"], tags=form.tag_list(), confidence=data["confidence"]),
+            ok="Saved.")
     else:
         messages.error(request, _form_errors(form))
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
@@ -148,10 +146,11 @@ def knowledge_supersede_view(request: HttpRequest, project_id: uuid.UUID, item_i
     if not form.is_valid():
         messages.error(request, _form_errors(form))
         return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
-    new = _attempt(request, "Superseded: the new row replaces this one.", lambda: knowledge_supersede(
+    new = attempt(request, lambda: knowledge_supersede(
         principal=principal_of(request), item_id=item.id, content=form.cleaned_data["content"],
-        trigger=form.cleaned_data["trigger"], rationale=form.cleaned_data["rationale"]))
-    target = new.id if isinstance(new, KnowledgeItem) else item.id
+        trigger=form.cleaned_data["trigger"], rationale=form.cleaned_data["rationale"]),
+        ok="Superseded: the new row replaces this one.")
+    target = item.id if isinstance(new, Refused) else new.id
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=target)
 
 
@@ -162,19 +161,9 @@ def knowledge_delete_view(request: HttpRequest, project_id: uuid.UUID, item_id: 
     item = _item(request, project, item_id)
     restore = request.POST.get("restore") == "1"
     service = knowledge_restore if restore else knowledge_delete
-    _attempt(request, "Restored." if restore else "Deleted. It no longer reaches sessions; restore it here.",
-             lambda: service(principal=principal_of(request), item_id=item.id))
+    attempt(request, lambda: service(principal=principal_of(request), item_id=item.id),
+            ok="Restored." if restore else "Deleted. It no longer reaches sessions; restore it here.")
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
-
-
-def _attempt(request: HttpRequest, ok: str, call: Any) -> object:
-    try:
-        result = call()
-    except BrainError as exc:
-        messages.error(request, exc.message)
-        return None
-    messages.success(request, ok)
-    return result
 
 
 def _form_errors(form: Any) -> str:

@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
-from brain.errors import BrainError
 from dashboard.common import page_context, principal_of, project_of
 from dashboard.forms import OracleForm
+from projects.views.attempt import Refused, attempt
 from sessions.selectors.oracle import oracle_ask
 
 
@@ -22,10 +22,9 @@ def oracle(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
     form = OracleForm(request.POST or None)
     answer = None
     if request.method == "POST" and form.is_valid():
-        try:
-            answer = oracle_ask(principal=principal_of(request), question=form.cleaned_data["question"],
-                                project_id=str(project.id))
-        except BrainError as exc:
-            form.add_error(None, exc.message)
+        asked = attempt(request, lambda: oracle_ask(
+            principal=principal_of(request), question=form.cleaned_data["question"], project_id=str(project.id),
+        ), form=form)
+        answer = None if isinstance(asked, Refused) else asked
     return render(request, "dashboard/oracle.html", page_context(request, project, "oracle", form=form,
                                                                   answer=answer))

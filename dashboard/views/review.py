@@ -5,13 +5,11 @@ from __future__ import annotations
 import difflib
 import uuid
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from brain.errors import BrainError
 from dashboard.common import page_context, principal_of, project_of
 from dashboard.forms import RejectForm
 from knowledge.models import Proposal, ProposalKind
@@ -19,6 +17,7 @@ from knowledge.selectors.dashboard import action_items, assignee, contradictions
 from knowledge.services.curate import contradiction_resolve
 from knowledge.services.proposals import proposal_approve, proposal_reject
 from projects.models import User
+from projects.views.attempt import attempt
 
 
 def proposal_patch(proposal: Proposal) -> str:
@@ -47,18 +46,16 @@ def review(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
 @require_POST
 def proposal_decide(request: HttpRequest, project_id: uuid.UUID, proposal_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
-    assert isinstance(request.user, User)
-    try:
-        if request.POST.get("decision") == "approve":
-            proposal_approve(user=request.user, proposal_id=proposal_id)
-            messages.success(request, "Approved: the rule is live and searchable.")
-        else:
-            form = RejectForm(request.POST)
-            reason = form.cleaned_data["reason"] if form.is_valid() else ""
-            proposal_reject(user=request.user, proposal_id=proposal_id, reason=reason)
-            messages.success(request, "Rejected; the reason is kept with the proposal.")
-    except BrainError as exc:
-        messages.error(request, exc.message)
+    user = request.user
+    assert isinstance(user, User)
+    if request.POST.get("decision") == "approve":
+        attempt(request, lambda: proposal_approve(user=user, proposal_id=proposal_id),
+                ok="Approved: the rule is live and searchable.")
+    else:
+        form = RejectForm(request.POST)
+        reason = form.cleaned_data["reason"] if form.is_valid() else ""
+        attempt(request, lambda: proposal_reject(user=user, proposal_id=proposal_id, reason=reason),
+                ok="Rejected; the reason is kept with the proposal.")
     return redirect("dash_review", project_id=project.id)
 
 
@@ -66,12 +63,8 @@ def proposal_decide(request: HttpRequest, project_id: uuid.UUID, proposal_id: uu
 @require_POST
 def contradiction_resolve_view(request: HttpRequest, project_id: uuid.UUID, pair_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
-    try:
-        contradiction_resolve(principal=principal_of(request), contradiction_id=pair_id)
-    except BrainError as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, "Marked resolved.")
+    attempt(request, lambda: contradiction_resolve(principal=principal_of(request), contradiction_id=pair_id),
+            ok="Marked resolved.")
     return redirect("dash_review", project_id=project.id)
 
 

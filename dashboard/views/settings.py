@@ -2,35 +2,32 @@
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from brain.errors import BrainError
 from dashboard.common import principal_of
 from dashboard.forms import PeerCardForm
 from knowledge.selectors.dashboard import peer_card_facts
 from knowledge.services.peer import peer_card_set
 from projects.models import User
 from projects.selectors.audit import AUDIT_PAGE, audit_for_owner
+from projects.views.attempt import Refused, attempt
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def peer_card(request: HttpRequest) -> HttpResponse:
-    assert isinstance(request.user, User)
+    user = request.user
+    assert isinstance(user, User)
     facts = peer_card_facts(principal=principal_of(request))
     initial = "\n".join(f"{k}: {v}" for k, v in facts.items())
     form = PeerCardForm(request.POST or None, initial={"facts": initial})
     if request.method == "POST" and form.is_valid():
-        try:
-            peer_card_set(user=request.user, facts=form.fact_dict())
-        except BrainError as exc:
-            form.add_error(None, exc.message)
-        else:
-            messages.success(request, "Peer card saved; it overrides anything learned.")
+        saved = attempt(request, lambda: peer_card_set(user=user, facts=form.fact_dict()),
+                        ok="Peer card saved; it overrides anything learned.", form=form)
+        if not isinstance(saved, Refused):
             return redirect("dash_peer_card")
     return render(request, "dashboard/peer_card.html", {"form": form})
 

@@ -10,9 +10,9 @@ from django.urls import reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from brain.errors import BrainError
 from projects.forms import SignUpForm
 from projects.services.accounts import user_create
+from projects.views.attempt import Refused, attempt
 
 
 def _safe_next(request: HttpRequest, default: str) -> str:
@@ -27,11 +27,9 @@ def signup(request: HttpRequest) -> HttpResponse:
         return redirect("tokens")
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
-            user = user_create(email=form.cleaned_data["email"], password=form.cleaned_data["password"])
-        except BrainError as exc:
-            form.add_error(None, exc.message)
-        else:
+        user = attempt(request, lambda: user_create(
+            email=form.cleaned_data["email"], password=form.cleaned_data["password"]), form=form)
+        if not isinstance(user, Refused):
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             messages.success(request, "Welcome! Mint a token below to connect your first agent.")
             return HttpResponseRedirect(_safe_next(request, str(reverse_lazy("tokens"))))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -14,9 +15,9 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from brain.errors import BrainError, NotFound
+from brain.errors import NotFound, ValidationFailed
 from projects.forms import InviteForm, OrgCreateForm, RoleForm
-from projects.models import Org, User
+from projects.models import Membership, Org, User
 from projects.selectors.orgs import (
     invitations_open,
     memberships_of_org,
@@ -32,6 +33,7 @@ from projects.services.orgs import (
     membership_set_role,
     org_create,
 )
+from projects.views.attempt import Refused, attempt
 
 
 def _user(request: HttpRequest) -> User:
@@ -51,11 +53,9 @@ def _org_or_404(user: User, slug: str) -> Org:
 def org_list(request: HttpRequest) -> HttpResponse:
     form = OrgCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
-            org = org_create(user=_user(request), name=form.cleaned_data["name"])
-        except BrainError as exc:
-            form.add_error("name", exc.message)
-        else:
+        org = attempt(request, lambda: org_create(user=_user(request), name=form.cleaned_data["name"]),
+                      form=form, field="name")
+        if not isinstance(org, Refused):
             return redirect("org_detail", slug=org.slug)
     memberships = memberships_of_user(user=_user(request))
     return render(request, "orgs/list.html", {"memberships": memberships, "form": form})
@@ -88,11 +88,9 @@ def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Enter a valid e-mail address and role.")
         return redirect("org_detail", slug=slug)
-    try:
-        invitation, raw = invitation_create(user=user, org=org, **form.cleaned_data)
-    except BrainError as exc:
-        messages.error(request, exc.message)
-    else:
+    created = attempt(request, lambda: invitation_create(user=user, org=org, **form.cleaned_data))
+    if not isinstance(created, Refused):
+        invitation, raw = created
         _send_invitation(request, org_name=org.name, email=invitation.email, raw=raw, inviter=user.email)
         messages.success(request, f"Invitation sent to {invitation.email}.")
     return redirect("org_detail", slug=slug)
@@ -102,11 +100,8 @@ def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def org_invitation_revoke(request: HttpRequest, slug: str, invitation_id: uuid.UUID) -> HttpResponse:
     user = _user(request)
-    try:
-        invitation_revoke(user=user, org=_org_or_404(user, slug), invitation_id=invitation_id)
-        messages.success(request, "Invitation revoked.")
-    except BrainError as exc:
-        messages.error(request, exc.message)
+    attempt(request, lambda: invitation_revoke(user=user, org=_org_or_404(user, slug), invitation_id=invitation_id),
+            ok="Invitation revoked.")
     return redirect("org_detail", slug=slug)
 
 
@@ -115,14 +110,14 @@ def org_invitation_revoke(request: HttpRequest, slug: str, invitation_id: uuid.U
 def org_member_role(request: HttpRequest, slug: str, membership_id: uuid.UUID) -> HttpResponse:
     user = _user(request)
     form = RoleForm(request.POST)
-    try:
+
+    def change() -> Membership:
         if not form.is_valid():
-            raise BrainError("choose owner or member")
-        org = _org_or_404(user, slug)
-        membership_set_role(user=user, org=org, membership_id=membership_id, role=form.cleaned_data["role"])
-        messages.success(request, "Role changed.")
-    except BrainError as exc:
-        messages.error(request, exc.message)
+            raise ValidationFailed("choose owner or member")
+        return membership_set_role(user=user, org=_org_or_404(user, slug), membership_id=membership_id,
+                                   role=form.cleaned_data["role"])
+
+    attempt(request, change, ok="Role changed.")
     return redirect("org_detail", slug=slug)
 
 
@@ -130,10 +125,9 @@ def org_member_role(request: HttpRequest, slug: str, membership_id: uuid.UUID) -
 @require_POST
 def org_member_remove(request: HttpRequest, slug: str, membership_id: uuid.UUID) -> HttpResponse:
     user = _user(request)
-    try:
-        removed = membership_remove(user=user, org=_org_or_404(user, slug), membership_id=membership_id)
-    except BrainError as exc:
-        messages.error(request, exc.message)
+    removed = attempt(request, lambda: membership_remove(user=user, org=_org_or_404(user, slug),
+                                                         membership_id=membership_id))
+    if isinstance(removed, Refused):
         return redirect("org_detail", slug=slug)
     if removed.user_id == user.pk:
         messages.success(request, "You left the org.")
@@ -147,10 +141,10 @@ def org_member_remove(request: HttpRequest, slug: str, membership_id: uuid.UUID)
 def invitation_accept_view(request: HttpRequest, raw: str) -> HttpResponse:
     if request.method == "GET":
         return render(request, "orgs/invitation_accept.html", {"raw": raw})
-    try:
-        membership = invitation_accept(user=_user(request), raw=raw)
-    except BrainError as exc:
-        context = {"raw": raw, "error": exc.message}
-        return render(request, "orgs/invitation_accept.html", context, status=exc.http_status)
-    messages.success(request, f"You joined {membership.org.name}.")
+    form = forms.Form(request.POST)  # the page's form is one button: it carries only the refusal
+    membership = attempt(request, lambda: invitation_accept(user=_user(request), raw=raw),
+                         ok=lambda joined: f"You joined {joined.org.name}.", form=form)
+    if isinstance(membership, Refused):
+        context = {"raw": raw, "form": form}
+        return render(request, "orgs/invitation_accept.html", context, status=membership.error.http_status)
     return redirect("org_detail", slug=membership.org.slug)

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import uuid
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from brain.errors import BrainError
 from projects.clients import CLIENTS, OSES, setup_steps
 from projects.forms import TokenMintForm
 from projects.models import User
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible, tokens_of
 from projects.services.accounts import token_create, token_revoke
+from projects.views.attempt import Refused, attempt
 
 
 def public_base_url(request: HttpRequest) -> str:
@@ -49,13 +48,11 @@ def tokens(request: HttpRequest) -> HttpResponse:
     context: dict[str, object] = {"form": form}
     status = 200
     if request.method == "POST" and form.is_valid():
-        try:
-            token, raw = token_create(
-                user=user, project=form.project(), label=form.cleaned_data["label"], expires_at=form.expires_at()
-            )
-        except BrainError as exc:
-            form.add_error(None, exc.message)
-        else:
+        created = attempt(request, lambda: token_create(
+            user=user, project=form.project(), label=form.cleaned_data["label"], expires_at=form.expires_at()
+        ), form=form)
+        if not isinstance(created, Refused):
+            token, raw = created
             base = public_base_url(request)
             context.update(minted=token, raw=raw, wizard=_wizard(base, raw), base_url=base)
             context["form"] = TokenMintForm(projects=list(projects_visible(principal=Principal(user=user))))
@@ -67,13 +64,10 @@ def tokens(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_revoke_view(request: HttpRequest, token_id: uuid.UUID) -> HttpResponse:
-    assert isinstance(request.user, User)
-    try:
-        token = token_revoke(user=request.user, token_id=token_id)
-    except BrainError as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, f"Token {token.prefix}… revoked. Its next request fails.")
+    user = request.user
+    assert isinstance(user, User)
+    attempt(request, lambda: token_revoke(user=user, token_id=token_id),
+            ok=lambda token: f"Token {token.prefix}… revoked. Its next request fails.")
     return redirect("tokens")
 
 
