@@ -11,6 +11,8 @@ from pgvector.django import HnswIndex, VectorField
 from brain.models import TimestampedModel
 from knowledge.models import EMBEDDING_DIMENSIONS, TS_CONFIG
 
+PROMPT_PREVIEW_CHARS = 240
+
 
 class Session(TimestampedModel):
     """One coding task of one agent. Outcome fields stay null until the session is closed."""
@@ -40,6 +42,11 @@ class Session(TimestampedModel):
     @property
     def is_open(self) -> bool:
         return self.ended_at is None
+
+    @property
+    def prompt_preview(self) -> str:
+        """The start of the prompt, as lists of sessions show it."""
+        return self.prompt[:PROMPT_PREVIEW_CHARS]
 
 
 class SessionEvent(TimestampedModel):

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from ninja import Field, Schema
 
 from knowledge.models import KnowledgeItem
+from knowledge.selectors.live import PeerCardView
 from knowledge.selectors.search import KnowledgeHit
 from projects.api.schemas import StrictIn
 
@@ -143,6 +144,10 @@ class PeerCardOut(Schema):
     email: str
     facts: dict[str, str]
     updatedAt: datetime | None
+
+    @staticmethod
+    def of(card: PeerCardView) -> PeerCardOut:
+        return PeerCardOut(email=card.email, facts=card.facts, updatedAt=card.updated_at)
 
 
 class PeerCardIn(StrictIn):
