@@ -16,11 +16,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from brain.config import overridden
+
+if TYPE_CHECKING:
+    from knowledge.search import CandidateSet
 
 MIN_OUTCOMES_FOR_SUCCESS = 3
 
@@ -103,6 +106,20 @@ def rescore(*, rrf: float, rrf_max: float, row: dict[str, Any], context: Context
     explain = {"relevance": round(relevance, 6), **{k: round(v, 6) for k, v in terms.items()},
                "multiplier": round(multiplier, 6), "score": round(score, 6)}
     return score, explain
+
+
+def rescore_candidates(
+    found: CandidateSet, *, context: Context, weights: Weights, now: datetime,
+) -> list[tuple[float, dict[str, float], dict[str, Any]]]:
+    """Each candidate's final score, its terms (with the ranks and the fused score it came with) and its row,
+    in candidate order."""
+    out = []
+    for cand in found.candidates:
+        score, terms = rescore(rrf=cand.rrf, rrf_max=found.rrf_max, row=cand.row, context=context,
+                               weights=weights, now=now)
+        terms.update(vec_rank=cand.vec_rank or 0, fts_rank=cand.fts_rank or 0, rrf=round(cand.rrf, 6))
+        out.append((score, terms, cand.row))
+    return out
 
 
 def cut(scored: list[tuple[float, str, Any]], *, floor: float, max_per_type: int, limit: int) -> list[Any]:

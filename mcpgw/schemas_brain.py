@@ -9,11 +9,18 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAGS_MAX, TRIGGER_MAX
+from knowledge.injection import Injection
+from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAGS_MAX, TRIGGER_MAX, KnowledgeItem
 from knowledge.search import QUERY_MAX
+from knowledge.selectors.live import PeerCardView, SkillsFound, UserStyle
+from knowledge.selectors.search import KnowledgeHit
 from mcpgw.registry import ToolModel
 from projects.models import PROJECT_NAME_MAX, STACK_NAME_MAX
 from sessions.models import CLIENT_TYPE_MAX, EVENT_TYPE_MAX
+from sessions.selectors.oracle import OracleAnswer
+from sessions.selectors.search import SessionsFound
+from sessions.services.open import Retrieved, SessionOpened
+from sessions.services.outcome import SessionClosed
 
 ID_MAX = 64  # an id argument (a UUID is 36 characters)
 PROMPT_MAX = 8000
@@ -44,6 +51,10 @@ class InjectionOut(_Out):
     knowledge_ids: list[str]
     injection: str
 
+    @classmethod
+    def from_result(cls, injection: Injection | None) -> InjectionOut | None:
+        return None if injection is None else cls(knowledge_ids=list(injection.ids), injection=injection.text)
+
 
 class StartSessionOut(_Out):
     session_id: str
@@ -52,6 +63,13 @@ class StartSessionOut(_Out):
     project_source: str
     relevant_knowledge: InjectionOut | None = None
     open_action_items: InjectionOut | None = None
+
+    @classmethod
+    def from_result(cls, opened: SessionOpened) -> StartSessionOut:
+        return cls(session_id=str(opened.session.id), started_at=opened.session.started_at,
+                   project_id=str(opened.session.project_id), project_source=opened.project_source,
+                   relevant_knowledge=InjectionOut.from_result(opened.relevant_knowledge),
+                   open_action_items=InjectionOut.from_result(opened.open_action_items))
 
 
 class RetrieveContext(_In):
@@ -81,6 +99,18 @@ class KnowledgeOut(_Out):
     why: dict[str, float] = {}
     stage: str | None = None
 
+    @classmethod
+    def of_hit(cls, hit: KnowledgeHit) -> KnowledgeOut:
+        return cls(id=str(hit.id), type=hit.type, trigger=hit.trigger, rule=hit.content, rationale=hit.rationale,
+                   confidence=hit.confidence, tags=hit.tags, project_id=_str_or_none(hit.project_id),
+                   score=hit.score, why=hit.explain)
+
+    @classmethod
+    def of_row(cls, row: KnowledgeItem) -> KnowledgeOut:
+        """A stored row as the style tool lists it: no tags, score or why."""
+        return cls(id=str(row.id), type=row.type, trigger=row.trigger, rule=row.content, rationale=row.rationale,
+                   confidence=row.confidence, stage=row.stage or None, project_id=_str_or_none(row.project_id))
+
 
 class BundleOut(_Out):
     items: list[KnowledgeOut]
@@ -92,6 +122,13 @@ class BundleOut(_Out):
 class RetrieveOut(_Out):
     bundle: BundleOut
     injection: str
+
+    @classmethod
+    def from_result(cls, retrieved: Retrieved) -> RetrieveOut:
+        found, injection = retrieved.found, retrieved.injection
+        bundle = BundleOut(items=[KnowledgeOut.of_hit(h) for h in found.hits], injected_ids=list(injection.ids),
+                           retrieval=found.retrieval, notice=found.notice or None)
+        return cls(bundle=bundle, injection=injection.text)
 
 
 class ReportIn(_In):
@@ -137,6 +174,19 @@ class ReportOut(_Out):
     learnings: LearningsOut
     hint: str | None = None
 
+    @classmethod
+    def from_result(cls, closed: SessionClosed) -> ReportOut:
+        scores = closed.scores
+        learnings = LearningsOut(
+            accepted=[LearningAccepted.model_validate(a, from_attributes=True) for a in closed.learnings_accepted],
+            dropped=[LearningDropped.model_validate(d, from_attributes=True) for d in closed.learnings_dropped],
+        )
+        return cls(session_id=str(closed.session_id), sqs=scores.sqs, queued=closed.jobs_queued,
+                   already_closed=closed.already_closed, knowledge_updated=closed.knowledge_updated,
+                   resolved_action_items=closed.action_items_resolved, learnings=learnings, hint=closed.hint,
+                   scores={"build": scores.build, "feedback": scores.feedback,
+                           "diffAcceptance": scores.diff_acceptance, "penalty": scores.penalty})
+
 
 class TeachIn(_In):
     rule: str = Field(min_length=RULE_MIN, max_length=RULE_MAX)
@@ -162,10 +212,20 @@ class PeerCardOut(_Out):
     facts: dict[str, str]
     updated_at: str | None = None
 
+    @classmethod
+    def from_result(cls, card: PeerCardView) -> PeerCardOut:
+        updated = card.updated_at.isoformat() if card.updated_at else None
+        return cls(email=card.email, facts=card.facts, updated_at=updated)
+
 
 class StyleOut(_Out):
     peer_card: PeerCardOut
     reflexes: list[KnowledgeOut]
+
+    @classmethod
+    def from_result(cls, style: UserStyle) -> StyleOut:
+        return cls(peer_card=PeerCardOut.from_result(style.peer_card),
+                   reflexes=[KnowledgeOut.of_row(r) for r in style.reflexes])
 
 
 class OracleIn(_In):
@@ -188,6 +248,15 @@ class OracleOut(_Out):
     citations: list[CitationOut]
     groundedness: Literal["high", "medium", "low", "none"]
     mode: Literal["extractive", "model"]
+
+    @classmethod
+    def from_result(cls, answer: OracleAnswer) -> OracleOut:
+        citations = [
+            CitationOut(n=c.n, kind=c.kind, id=str(c.id), score=c.score, text=c.text, type=c.knowledge_type,
+                        date=c.started_on.isoformat() if c.started_on else None)
+            for c in answer.citations
+        ]
+        return cls(answer=answer.answer, citations=citations, groundedness=answer.groundedness, mode=answer.mode)
 
 
 class LogEventIn(_In):
@@ -222,6 +291,12 @@ class FindSkillOut(_Out):
     retrieval: str
     notice: str | None = None
 
+    @classmethod
+    def from_result(cls, found: SkillsFound) -> FindSkillOut:
+        skills = [SkillOut(id=str(k.id), type=k.type, stage=k.stage, trigger=k.trigger, rule=k.content,
+                           rationale=k.rationale, confidence=k.confidence, score=k.score) for k in found.skills]
+        return cls(skills=skills, retrieval=found.retrieval, notice=found.notice or None)
+
 
 class SessionSearchIn(_In):
     query: str = Field(min_length=1, max_length=QUERY_MAX)
@@ -251,3 +326,25 @@ class SessionSearchOut(_Out):
     sessions: list[SessionFoundOut]
     retrieval: str
     notice: str | None = None
+
+    @classmethod
+    def from_result(cls, found: SessionsFound) -> SessionSearchOut:
+        sessions = [
+            SessionFoundOut(
+                session_id=str(f.session.id), project_id=str(f.session.project_id), prompt=f.session.prompt_preview,
+                started_at=f.session.started_at.isoformat(), ended_at=_iso_or_none(f.session.ended_at),
+                sqs=f.session.quality_score, score=f.score,
+                snippets=[SnippetOut(event_type=e.event_type, text=e.snippet, at=e.occurred_at.isoformat())
+                          for e in f.events],
+            )
+            for f in found.sessions
+        ]
+        return cls(sessions=sessions, retrieval=found.retrieval, notice=found.notice or None)
+
+
+def _str_or_none(value: object | None) -> str | None:
+    return str(value) if value is not None else None
+
+
+def _iso_or_none(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None

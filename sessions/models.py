@@ -16,6 +16,8 @@ from projects.models import STACK_NAME_MAX
 CLIENT_TYPE_MAX = 60
 EVENT_TYPE_MAX = 40
 
+PROMPT_PREVIEW_CHARS = 240
+
 
 class Session(TimestampedModel):
     """One coding task of one agent. Outcome fields stay null until the session is closed."""
@@ -45,6 +47,11 @@ class Session(TimestampedModel):
     @property
     def is_open(self) -> bool:
         return self.ended_at is None
+
+    @property
+    def prompt_preview(self) -> str:
+        """The start of the prompt, as lists of sessions show it."""
+        return self.prompt[:PROMPT_PREVIEW_CHARS]
 
 
 class SessionEvent(TimestampedModel):

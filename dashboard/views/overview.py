@@ -61,8 +61,8 @@ def overview(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
 def _charts(principal: Principal, project: Project) -> list[dict[str, object]]:
     axis = charts.day_axis(DAYS, timezone.localdate())
     per_day = sessions_per_day(principal=principal, project=project, days=DAYS)
-    sessions = charts.fill_days(axis, {r["day"]: r["n"] for r in per_day})
-    quality = {r["day"]: r["quality"] for r in per_day if r["quality"] is not None}
+    sessions = charts.fill_days(axis, {r.day: r.started for r in per_day})
+    quality = {r.day: r.average_quality for r in per_day if r.average_quality is not None}
     rates = {d: (100.0 * used / inj if inj else None) for d, inj, used in
              injected_used_per_day(principal=principal, project=project, days=DAYS)}
     growth = charts.fill_days(axis, dict(knowledge_growth(principal=principal, project=project, days=DAYS)))

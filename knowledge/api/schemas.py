@@ -10,6 +10,7 @@ from typing import Any, Literal
 from ninja import Field, Schema
 
 from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAGS_MAX, TRIGGER_MAX, KnowledgeItem
+from knowledge.selectors.live import PeerCardView
 from knowledge.selectors.search import KnowledgeHit
 from projects.api.schemas import StrictIn
 from projects.models import STACK_NAME_MAX
@@ -144,6 +145,10 @@ class PeerCardOut(Schema):
     email: str
     facts: dict[str, str]
     updatedAt: datetime | None
+
+    @staticmethod
+    def of(card: PeerCardView) -> PeerCardOut:
+        return PeerCardOut(email=card.email, facts=card.facts, updatedAt=card.updated_at)
 
 
 class PeerCardIn(StrictIn):

@@ -46,7 +46,7 @@ def resolve_action_item(request: HttpRequest, item_id: uuid.UUID) -> ActionItemO
 
 @peer_router.get("", response={200: PeerCardOut, **ERRORS}, summary="Your peer card")
 def get_peer_card(request: HttpRequest) -> PeerCardOut:
-    return PeerCardOut.model_validate(peer_card_of(principal=principal_of(request)))
+    return PeerCardOut.of(peer_card_of(principal=principal_of(request)))
 
 
 @peer_router.put("", response={200: PeerCardOut, **ERRORS}, summary="Replace your peer card")
@@ -56,4 +56,4 @@ def replace_peer_card(request: HttpRequest, payload: PeerCardIn) -> PeerCardOut:
     if principal.is_project_scoped:
         raise ForbiddenProject("a project-scoped token cannot change the peer card; use a user-scoped token")
     peer_card_set(user=principal.user, facts=payload.facts)
-    return PeerCardOut.model_validate(peer_card_of(principal=principal))
+    return PeerCardOut.of(peer_card_of(principal=principal))

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from brain.errors import ValidationFailed
 from knowledge.models import KnowledgeItem, KnowledgeType, PeerCard, SkillStage
-from knowledge.scoring import Context, Weights, rescore
+from knowledge.scoring import Context, Weights, rescore_candidates
 from knowledge.search import hybrid_candidates
 from knowledge.selectors.search import KNOWLEDGE_TABLE, fusion_from_settings, knowledge_scope
 from projects.scope import Principal
@@ -31,50 +33,73 @@ def knowledge_live(*, principal: Principal) -> QuerySet[KnowledgeItem]:
     )
 
 
-def peer_card_of(*, principal: Principal) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PeerCardView:
+    """The caller's peer card; a user who never wrote one has no facts and no update time."""
+
+    email: str
+    facts: dict[str, str]
+    updated_at: datetime | None
+
+
+@dataclass(frozen=True)
+class UserStyle:
+    peer_card: PeerCardView
+    reflexes: list[KnowledgeItem]
+
+
+@dataclass(frozen=True)
+class SkillHit:
+    id: uuid.UUID
+    type: str
+    stage: str
+    trigger: str
+    content: str
+    rationale: str
+    confidence: float
+    score: float
+
+
+@dataclass(frozen=True)
+class SkillsFound:
+    skills: list[SkillHit]
+    retrieval: str
+    notice: str
+
+
+def peer_card_of(*, principal: Principal) -> PeerCardView:
     card = PeerCard.objects.filter(user=principal.user).first()
-    return {"email": principal.user.email, "facts": dict(card.facts) if card else {},
-            "updatedAt": card.updated_at.isoformat() if card else None}
+    return PeerCardView(email=principal.user.email, facts=dict(card.facts) if card else {},
+                        updated_at=card.updated_at if card else None)
 
 
-def _item(row: KnowledgeItem) -> dict[str, Any]:
-    return {"id": str(row.id), "type": row.type, "trigger": row.trigger, "rule": row.content,
-            "rationale": row.rationale, "confidence": row.confidence, "stage": row.stage or None,
-            "projectId": str(row.project_id) if row.project_id else None}
-
-
-def user_style(*, principal: Principal) -> dict[str, Any]:
+def user_style(*, principal: Principal) -> UserStyle:
     """Peer card plus up to 30 reflexes at confidence >= 0.7, highest first."""
     reflexes = knowledge_live(principal=principal).filter(
         type=KnowledgeType.REFLEX, confidence__gte=REFLEX_MIN_CONFIDENCE
     ).order_by("-confidence", "-created_at", "id")[:MAX_REFLEXES]
-    return {"peerCard": peer_card_of(principal=principal), "reflexes": [_item(r) for r in reflexes]}
+    return UserStyle(peer_card=peer_card_of(principal=principal), reflexes=list(reflexes))
 
 
-def skills_active(*, principal: Principal, limit: int = 50) -> list[dict[str, Any]]:
+def skills_active(*, principal: Principal, limit: int = 50) -> list[KnowledgeItem]:
     """Skills mature enough to offer (knowledge and wisdom stages), most confident first."""
     rows = knowledge_live(principal=principal).filter(stage__in=OFFERED_STAGES).exclude(
         type=KnowledgeType.ACTION_ITEM).order_by("-confidence", "-created_at", "id")[:limit]
-    return [_item(r) for r in rows]
+    return list(rows)
 
 
-def skills_find(*, principal: Principal, query: str, limit: int = 5) -> dict[str, Any]:
+def skills_find(*, principal: Principal, query: str, limit: int = 5) -> SkillsFound:
     """Top `limit` offered skills for `query`, hybrid-ranked like knowledge (falls back to text search)."""
     if not query.strip():
         raise ValidationFailed("query must not be empty: describe the task the skill should cover")
     scope = knowledge_scope(principal=principal).narrowed("t.stage = ANY(%(stages)s)", stages=OFFERED_STAGES)
     found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns=_SKILL_COLUMNS, scope=scope, query=query,
                               mode="hybrid", fusion=fusion_from_settings())
-    weights, now = Weights.from_settings(), timezone.now()
-    scored = []
-    for cand in found.candidates:
-        score, _ = rescore(rrf=cand.rrf, rrf_max=found.rrf_max, row=cand.row, context=Context(),
-                           weights=weights, now=now)
-        scored.append((score, cand.row))
-    scored.sort(key=lambda pair: -pair[0])
+    scored = rescore_candidates(found, context=Context(), weights=Weights.from_settings(), now=timezone.now())
+    scored.sort(key=lambda entry: -entry[0])
     skills = [
-        {"id": str(r["id"]), "type": r["type"], "stage": r["stage"], "trigger": r["trigger"], "rule": r["content"],
-         "rationale": r["rationale"], "confidence": float(r["confidence"]), "score": round(s, 4)}
-        for s, r in scored[:limit]
+        SkillHit(id=r["id"], type=r["type"], stage=r["stage"], trigger=r["trigger"], content=r["content"],
+                 rationale=r["rationale"], confidence=float(r["confidence"]), score=round(s, 4))
+        for s, _, r in scored[:limit]
     ]
-    return {"skills": skills, "retrieval": found.retrieval, "notice": found.notice or None}
+    return SkillsFound(skills=skills, retrieval=found.retrieval, notice=found.notice)

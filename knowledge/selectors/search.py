@@ -12,7 +12,7 @@ from django.utils import timezone
 from brain.config import overridden
 from knowledge.injection import DEFAULT_BUDGET
 from knowledge.models import DECAY_FLOOR, KnowledgeType
-from knowledge.scoring import Context, Weights, cut, rescore
+from knowledge.scoring import Context, Weights, cut, rescore_candidates
 from knowledge.search import Fusion, Mode, Scope, hybrid_candidates
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible, projects_visible
@@ -98,13 +98,10 @@ def knowledge_search(
         fusion=fusion or fusion_from_settings(),
     )
     context = Context(framework=framework, language=language, project_id=_uuid_or_none(project_id))
-    now = timezone.now()
-    scored = []
-    for cand in found.candidates:
-        score, terms = rescore(rrf=cand.rrf, rrf_max=found.rrf_max, row=cand.row, context=context,
-                               weights=weights, now=now)
-        terms.update(vec_rank=cand.vec_rank or 0, fts_rank=cand.fts_rank or 0, rrf=round(cand.rrf, 6))
-        scored.append((score, cand.row["type"], _hit(cand.row, score, terms if explain else {})))
+    scored = [
+        (score, row["type"], _hit(row, score, terms if explain else {}))
+        for score, terms, row in rescore_candidates(found, context=context, weights=weights, now=timezone.now())
+    ]
     hits = cut(scored, floor=weights.floor, max_per_type=weights.max_per_type, limit=limit)
     return KnowledgeSearchResult(hits=hits, retrieval=found.retrieval, notice=found.notice,
                                  meta={"timings_ms": found.timings_ms})

@@ -41,7 +41,7 @@ def brain_teach_knowledge(principal: Principal, args: s.TeachIn) -> s.TeachOut:
     read_only=True,
 )
 def brain_get_user_style(principal: Principal, args: NoArguments) -> s.StyleOut:
-    return s.StyleOut.model_validate(user_style(principal=principal))
+    return s.StyleOut.from_result(user_style(principal=principal))
 
 
 @tool(
@@ -53,8 +53,8 @@ def brain_get_user_style(principal: Principal, args: NoArguments) -> s.StyleOut:
     read_only=True,
 )
 def brain_ask_oracle(principal: Principal, args: s.OracleIn) -> s.OracleOut:
-    return s.OracleOut.model_validate(oracle_ask(principal=principal, question=args.question,
-                                                 project_id=args.project_id))
+    return s.OracleOut.from_result(oracle_ask(principal=principal, question=args.question,
+                                              project_id=args.project_id))
 
 
 @tool(
@@ -66,4 +66,4 @@ def brain_ask_oracle(principal: Principal, args: s.OracleIn) -> s.OracleOut:
     read_only=True,
 )
 def brain_find_skill(principal: Principal, args: s.FindSkillIn) -> s.FindSkillOut:
-    return s.FindSkillOut.model_validate(skills_find(principal=principal, query=args.query, limit=args.limit))
+    return s.FindSkillOut.from_result(skills_find(principal=principal, query=args.query, limit=args.limit))

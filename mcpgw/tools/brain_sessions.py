@@ -3,9 +3,6 @@ brain_session_search: each one service or selector call (the REST API and dashbo
 
 from __future__ import annotations
 
-from typing import Any
-
-from knowledge.injection import Injection
 from mcpgw import schemas_brain as s
 from mcpgw.registry import tool
 from projects.scope import Principal
@@ -14,12 +11,6 @@ from sessions.services.events import session_event_record
 from sessions.services.open import session_open
 from sessions.services.outcome import OutcomeReport, session_report_outcome
 from sessions.services.retrieve import knowledge_retrieve
-
-
-def _injection(value: Injection | None) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    return {"knowledgeIds": list(value.ids), "injection": value.text}
 
 
 @tool(
@@ -36,12 +27,7 @@ def brain_start_session(principal: Principal, args: s.StartSessionIn) -> s.Start
         principal=principal, client_type=args.client_type, prompt=args.prompt, framework=args.framework,
         language=args.language, project_id=args.project_id, project_name=args.project_name,
     )
-    return s.StartSessionOut.model_validate({
-        "sessionId": str(opened.session.id), "startedAt": opened.session.started_at,
-        "projectId": str(opened.session.project_id), "projectSource": opened.project_source,
-        "relevantKnowledge": _injection(opened.relevant_knowledge),
-        "openActionItems": _injection(opened.open_action_items),
-    })
+    return s.StartSessionOut.from_result(opened)
 
 
 @tool(
@@ -55,7 +41,7 @@ def brain_start_session(principal: Principal, args: s.StartSessionIn) -> s.Start
 )
 def brain_retrieve_knowledge(principal: Principal, args: s.RetrieveIn) -> s.RetrieveOut:
     ctx = args.context or s.RetrieveContext.model_validate({})
-    return s.RetrieveOut.model_validate(knowledge_retrieve(
+    return s.RetrieveOut.from_result(knowledge_retrieve(
         principal=principal, prompt=args.prompt, session_id=ctx.session_id, project_id=ctx.project_id,
         framework=ctx.framework, language=ctx.language, limit=args.limit, budget_tokens=args.budget_tokens,
     ))
@@ -77,7 +63,7 @@ def brain_report_session_outcome(principal: Principal, args: s.ReportIn) -> s.Re
         files_rejected=args.files_rejected, knowledge_used=args.knowledge_used, learnings=args.learnings,
         resolved_action_item_ids=args.resolved_action_item_ids, summary=args.summary,
     )
-    return s.ReportOut.model_validate(
+    return s.ReportOut.from_result(
         session_report_outcome(principal=principal, session_id=args.session_id, report=report))
 
 
@@ -105,5 +91,5 @@ def brain_log_event(principal: Principal, args: s.LogEventIn) -> s.LogEventOut:
     read_only=True,
 )
 def brain_session_search(principal: Principal, args: s.SessionSearchIn) -> s.SessionSearchOut:
-    return s.SessionSearchOut.model_validate(sessions_find(
+    return s.SessionSearchOut.from_result(sessions_find(
         principal=principal, query=args.query, since=args.since, until=args.until, limit=args.limit))

@@ -83,7 +83,7 @@ def export_document(principal: Principal) -> Iterator[str]:
     user = principal.user
     yield json.dumps({"format": FORMAT, "exportedAt": timezone.now().isoformat()})[:-1]
     yield ',"user":' + ExportUser(id=user.pk, email=user.email).model_dump_json()
-    yield ',"peerCard":' + PeerCardOut.model_validate(peer_card_of(principal=principal)).model_dump_json()
+    yield ',"peerCard":' + PeerCardOut.of(peer_card_of(principal=principal)).model_dump_json()
     yield from _array("projects", (ProjectOut.of(p, principal) for p in
                                    projects_visible(principal=principal).iterator(chunk_size=CHUNK)))
     yield from _array("tokens", (TokenOut.of(t) for t in

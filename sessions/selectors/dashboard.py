@@ -84,23 +84,31 @@ def session_detail(*, principal: Principal, project: Project, session_id: uuid.U
     )
 
 
-def knowledge_applications(*, principal: Principal, item: KnowledgeItem, limit: int = 50) -> list[dict[str, Any]]:
+def knowledge_applications(
+    *, principal: Principal, item: KnowledgeItem, limit: int = 50,
+) -> list[SessionKnowledgeApplication]:
     """Where an item reached the caller's own sessions (injected or reported used), newest first."""
-    rows = (SessionKnowledgeApplication.objects.filter(knowledge=item, session__user=principal.user)
-            .select_related("session").order_by("-session__started_at")[:limit])
-    return [{"role": a.role, "outcome": a.outcome, "session": a.session} for a in rows]
+    return list(SessionKnowledgeApplication.objects.filter(knowledge=item, session__user=principal.user)
+                .select_related("session").order_by("-session__started_at")[:limit])
 
 
 def sessions_by_ids(*, principal: Principal, ids: list[uuid.UUID]) -> list[Session]:
     return list(Session.objects.filter(user=principal.user, id__in=ids).order_by("-started_at")[:50])
 
 
-def sessions_per_day(*, principal: Principal, project: Project, days: int) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class DaySessions:
+    day: date
+    started: int
+    average_quality: float | None  # of the sessions closed so far
+
+
+def sessions_per_day(*, principal: Principal, project: Project, days: int) -> list[DaySessions]:
     """Per day: sessions started, average quality score of the closed ones (one GROUP BY)."""
     since = timezone.now() - timedelta(days=days)
     rows = (_sessions(principal, project).filter(started_at__gte=since).annotate(day=TruncDate("started_at"))
             .values("day").annotate(n=Count("id"), quality=Avg("quality_score")).order_by("day"))
-    return list(rows)
+    return [DaySessions(day=r["day"], started=r["n"], average_quality=r["quality"]) for r in rows]
 
 
 def injected_used_per_day(*, principal: Principal, project: Project, days: int) -> list[tuple[date, int, int]]:
@@ -128,7 +136,17 @@ def extraction_funnel(*, principal: Principal, project: Project) -> list[tuple[s
             ("Approved", props["approved"] or 0)]
 
 
-def session_totals(*, principal: Principal, project: Project) -> dict[str, Any]:
-    return _sessions(principal, project).aggregate(
+@dataclass(frozen=True)
+class SessionTotals:
+    total: int
+    open: int
+    succeeded: int
+    average_quality: float | None
+
+
+def session_totals(*, principal: Principal, project: Project) -> SessionTotals:
+    totals = _sessions(principal, project).aggregate(
         total=Count("id"), open=Count("id", filter=Q(ended_at__isnull=True)),
         succeeded=Count("id", filter=Q(success=True)), quality=Avg("quality_score"))
+    return SessionTotals(total=totals["total"], open=totals["open"], succeeded=totals["succeeded"],
+                         average_quality=totals["quality"])

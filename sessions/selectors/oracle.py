@@ -7,7 +7,10 @@ is extractive (the cited items themselves); with one, the model may only use the
 from __future__ import annotations
 
 import logging
-from typing import Any
+import uuid
+from dataclasses import dataclass
+from datetime import date
+from typing import Literal
 
 from brain.errors import ValidationFailed
 from brain.logs import log_op
@@ -27,28 +30,50 @@ SYSTEM = (
 )
 
 
-def _citations(principal: Principal, question: str, project_id: str | None) -> list[dict[str, Any]]:
+Groundedness = Literal["high", "medium", "low", "none"]
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One numbered source: a knowledge row (with its type) or a session (with the day it started)."""
+
+    n: int
+    kind: Literal["knowledge", "session"]
+    id: uuid.UUID
+    score: float
+    text: str
+    knowledge_type: str | None = None
+    started_on: date | None = None
+
+
+@dataclass(frozen=True)
+class OracleAnswer:
+    answer: str
+    citations: list[Citation]
+    groundedness: Groundedness
+    mode: Literal["extractive", "model"]
+
+
+def _citations(principal: Principal, question: str, project_id: str | None) -> list[Citation]:
     knowledge = knowledge_search(principal=principal, query=question, limit=KNOWLEDGE_CITES, project_id=project_id)
     sessions = session_search(principal=principal, query=question, limit=SESSION_CITES, project_id=project_id)
-    cites: list[dict[str, Any]] = [
-        {"kind": "knowledge", "id": str(h.id), "type": h.type, "score": h.score,
-         "text": f"When {h.trigger}: {h.content}" if h.trigger else h.content}
-        for h in knowledge.hits
+    cites = [
+        Citation(n=n, kind="knowledge", id=h.id, score=h.score, knowledge_type=h.type,
+                 text=f"When {h.trigger}: {h.content}" if h.trigger else h.content)
+        for n, h in enumerate(knowledge.hits, start=1)
     ]
     cites += [
-        {"kind": "session", "id": str(s.session_id), "score": s.score,
-         "date": s.started_at.date().isoformat() if s.started_at else None,
-         "text": " / ".join(e.snippet for e in s.events[:2])}
-        for s in sessions.sessions
+        Citation(n=n, kind="session", id=s.session_id, score=s.score,
+                 started_on=s.started_at.date() if s.started_at else None,
+                 text=" / ".join(e.snippet for e in s.events[:2]))
+        for n, s in enumerate(sessions.sessions, start=len(cites) + 1)
     ]
-    for n, cite in enumerate(cites, start=1):
-        cite["n"] = n
     return cites
 
 
-def groundedness(cites: list[dict[str, Any]]) -> str:
+def groundedness(cites: list[Citation]) -> Groundedness:
     """high: two or more strong sources; medium: one strong or several weak; low: one weak; none: nothing."""
-    strong = sum(1 for c in cites if c["score"] >= STRONG)
+    strong = sum(1 for c in cites if c.score >= STRONG)
     if strong >= 2:
         return "high"
     if strong == 1 or len(cites) >= 2:
@@ -56,17 +81,17 @@ def groundedness(cites: list[dict[str, Any]]) -> str:
     return "low" if cites else "none"
 
 
-def _extractive(cites: list[dict[str, Any]]) -> str:
+def _extractive(cites: list[Citation]) -> str:
     if not cites:
         return "Nothing in your knowledge or past sessions matches this question yet."
     lines = ["From your own records:"]
     for c in cites:
-        where = f"session of {c.get('date')}" if c["kind"] == "session" else c.get("type", "knowledge")
-        lines.append(f"[{c['n']}] ({where}) {c['text']}")
+        where = f"session of {c.started_on}" if c.kind == "session" else c.knowledge_type or "knowledge"
+        lines.append(f"[{c.n}] ({where}) {c.text}")
     return "\n".join(lines)
 
 
-def oracle_ask(*, principal: Principal, question: str, project_id: str | None = None) -> dict[str, Any]:
+def oracle_ask(*, principal: Principal, question: str, project_id: str | None = None) -> OracleAnswer:
     """Answer, citations and groundedness; a failing model falls back to the extractive answer."""
     if len(question.strip()) < 3 or len(question) > 2000:
         raise ValidationFailed("question must be 3-2000 characters")
@@ -74,13 +99,14 @@ def oracle_ask(*, principal: Principal, question: str, project_id: str | None = 
         project_id = str(project_addressed(principal=principal, project_id=project_id).project.id)
     cites = _citations(principal, question, project_id)
     level = groundedness(cites)
-    model, mode, answer = configured_model(), "extractive", _extractive(cites)
+    model, answer = configured_model(), _extractive(cites)
+    mode: Literal["extractive", "model"] = "extractive"
     if model != HEURISTIC and cites:
-        sources = "\n".join(f"[{c['n']}] {c['text']}" for c in cites)
+        sources = "\n".join(f"[{c.n}] {c.text}" for c in cites)
         try:
             answer, mode = complete(system=SYSTEM, prompt=f"Sources:\n{sources}\n\nQuestion: {question}",
                                     model=model, max_tokens=600), "model"
         except LlmUnavailable as exc:
             log_op(logger, "oracle.model_failed", level=logging.WARNING, model=model, reason=str(exc)[:200])
     log_op(logger, "oracle.ask", mode=mode, citations=len(cites), groundedness=level)
-    return {"answer": answer, "citations": cites, "groundedness": level, "mode": mode}
+    return OracleAnswer(answer=answer, citations=cites, groundedness=level, mode=mode)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.db.models import QuerySet
 
@@ -35,14 +34,6 @@ def session_owned(*, principal: Principal, session_id: str | uuid.UUID, for_upda
     return session
 
 
-def sessions_recent(*, principal: Principal, limit: int = RECENT_SESSIONS) -> list[dict[str, Any]]:
-    """The caller's latest sessions, newest first, as plain data."""
-    rows = sessions_owned(principal=principal).select_related("project").order_by("-started_at", "-id")[:limit]
-    return [
-        {
-            "sessionId": str(s.id), "projectId": str(s.project_id), "projectName": s.project.name,
-            "clientType": s.client_type, "prompt": s.prompt[:240], "startedAt": s.started_at.isoformat(),
-            "endedAt": s.ended_at.isoformat() if s.ended_at else None, "success": s.success, "sqs": s.quality_score,
-        }
-        for s in rows
-    ]
+def sessions_recent(*, principal: Principal, limit: int = RECENT_SESSIONS) -> list[Session]:
+    """The caller's latest sessions, newest first, with their projects."""
+    return list(sessions_owned(principal=principal).select_related("project").order_by("-started_at", "-id")[:limit])

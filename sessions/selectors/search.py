@@ -11,11 +11,12 @@ from typing import Any
 from django.utils import timezone
 
 from brain.errors import ValidationFailed
-from knowledge.scoring import Context, Weights, rescore
+from knowledge.scoring import Context, Weights, rescore_candidates
 from knowledge.search import MAX_COSINE_DISTANCE, Fusion, Mode, Scope, hybrid_candidates
 from knowledge.selectors.search import fusion_from_settings
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible, projects_visible
+from sessions.models import Session
 from sessions.selectors.owned import sessions_owned
 
 EVENT_TABLE = "agent_sessions_sessionevent"
@@ -86,13 +87,11 @@ def session_search(
         table=EVENT_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,
         fusion=fusion or fusion_from_settings(max_distance=MAX_COSINE_DISTANCE),
     )
-    now = timezone.now()
-    events: list[EventHit] = []
-    for cand in found.candidates:
-        score, terms = rescore(rrf=cand.rrf, rrf_max=found.rrf_max, row=cand.row, context=Context(),
-                               weights=EVENT_WEIGHTS, now=now)
-        terms.update(vec_rank=cand.vec_rank or 0, fts_rank=cand.fts_rank or 0, rrf=round(cand.rrf, 6))
-        events.append(_event_hit(cand.row, score, terms if explain else {}))
+    events = [
+        _event_hit(row, score, terms if explain else {})
+        for score, terms, row in rescore_candidates(found, context=Context(), weights=EVENT_WEIGHTS,
+                                                    now=timezone.now())
+    ]
     events.sort(key=lambda hit: -hit.score)
     sessions = _sessions_of(events, found.candidates)[:limit]
     return SessionSearchResult(sessions=sessions, events=events, retrieval=found.retrieval, notice=found.notice)
@@ -124,8 +123,6 @@ def _sessions_of(events: list[EventHit], candidates: list[Any]) -> list[SessionH
 
 
 def _attach_start_times(hits: list[SessionHit]) -> None:
-    from sessions.models import Session
-
     started = dict(Session.objects.filter(id__in=[h.session_id for h in hits]).values_list("id", "started_at"))
     for hit in hits:
         hit.started_at = started.get(hit.session_id)
@@ -134,11 +131,25 @@ def _attach_start_times(hits: list[SessionHit]) -> None:
 MAX_LIMIT = 50
 
 
+@dataclass(frozen=True)
+class SessionFound:
+    session: Session
+    score: float
+    events: list[EventHit]
+
+
+@dataclass(frozen=True)
+class SessionsFound:
+    sessions: list[SessionFound]
+    retrieval: str
+    notice: str
+
+
 def sessions_find(
     *, principal: Principal, query: str, since: datetime | None = None, until: datetime | None = None,
     limit: int = 10,
-) -> dict[str, Any]:
-    """Matching sessions, best first, each with its dates, prompt, score and matching snippets."""
+) -> SessionsFound:
+    """Matching sessions, best first, each with its score and matching events."""
     if not query.strip():
         raise ValidationFailed("query must not be empty: describe what you worked on")
     if since and until and since >= until:
@@ -149,16 +160,6 @@ def sessions_find(
     details = {
         s.id: s for s in sessions_owned(principal=principal).filter(id__in=[h.session_id for h in found.sessions])
     }
-    sessions = []
-    for hit in found.sessions:
-        s = details.get(hit.session_id)
-        if s is None:
-            continue
-        sessions.append({
-            "sessionId": str(s.id), "projectId": str(s.project_id), "prompt": s.prompt[:240],
-            "startedAt": s.started_at.isoformat(), "endedAt": s.ended_at.isoformat() if s.ended_at else None,
-            "sqs": s.quality_score, "score": hit.score,
-            "snippets": [{"eventType": e.event_type, "text": e.snippet, "at": e.occurred_at.isoformat()}
-                         for e in hit.events],
-        })
-    return {"sessions": sessions, "retrieval": found.retrieval, "notice": found.notice or None}
+    sessions = [SessionFound(session=details[hit.session_id], score=hit.score, events=hit.events)
+                for hit in found.sessions if hit.session_id in details]
+    return SessionsFound(sessions=sessions, retrieval=found.retrieval, notice=found.notice)

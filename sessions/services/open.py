@@ -14,7 +14,7 @@ from django.db.models import Case, IntegerField, Value, When
 from brain.logs import log_op
 from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import KnowledgeItem, KnowledgeType
-from knowledge.selectors.search import KnowledgeHit, injection_budget, knowledge_search
+from knowledge.selectors.search import KnowledgeHit, KnowledgeSearchResult, injection_budget, knowledge_search
 from projects.models import STACK_NAME_MAX, Project
 from projects.scope import Principal
 from projects.services.resolve import project_resolve
@@ -45,19 +45,26 @@ def applications_record(*, session: Session, knowledge_ids: Sequence[uuid.UUID |
     SessionKnowledgeApplication.objects.bulk_create(rows, ignore_conflicts=True)
 
 
-def inject_for_prompt(
-    *, principal: Principal, session: Session, prompt: str, limit: int = INJECT_TOP, framework: str = "",
-    language: str = "", budget_tokens: int | None = None,
-) -> Injection:
-    """The top rows for `prompt` in the session's project, rendered and recorded as injected."""
-    found = knowledge_search(
-        principal=principal, query=prompt, limit=limit, project_id=session.project_id,
-        framework=framework, language=language,
-    )
+@dataclass(frozen=True)
+class Retrieved:
+    found: KnowledgeSearchResult
+    injection: Injection
+
+
+def knowledge_inject(
+    *, principal: Principal, prompt: str, project_id: uuid.UUID | None, session: Session | None = None,
+    limit: int = INJECT_TOP, framework: str = "", language: str = "", budget_tokens: int | None = None,
+    explain: bool = False,
+) -> Retrieved:
+    """The top rows for `prompt` (in one project when given), rendered within the token budget and, with a
+    session, recorded on it as injected."""
+    found = knowledge_search(principal=principal, query=prompt, limit=limit, project_id=project_id,
+                             framework=framework, language=language, explain=explain)
     budget = budget_tokens or injection_budget()
     injection = build_injection(as_injectable(found.hits), budget=budget)
-    applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)
-    return injection
+    if session is not None:
+        applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)
+    return Retrieved(found=found, injection=injection)
 
 
 def action_items_open(*, project: Project, email: str) -> list[KnowledgeItem]:
@@ -103,8 +110,9 @@ def session_open(
                             prompt=prompt, framework=framework[:STACK_NAME_MAX])
     relevant = None
     if prompt.strip():
-        relevant = _soft("start.inject_failed", session, lambda: inject_for_prompt(
-            principal=principal, session=session, prompt=prompt, framework=framework, language=language))
+        relevant = _soft("start.inject_failed", session, lambda: knowledge_inject(
+            principal=principal, prompt=prompt, project_id=session.project_id, session=session,
+            framework=framework, language=language).injection)
         if relevant is not None and not relevant.ids:
             relevant = None
     items = _soft("start.action_items_failed", session, lambda: _action_items_injection(session, principal.user.email))

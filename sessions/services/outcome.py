@@ -1,7 +1,7 @@
 """Closing a session: quality score, the confidence loop, close-capture learnings, action items, jobs.
 
 The close is one transaction on the locked session row. A second report of a closed session returns the
-stored result with `alreadyClosed: true` and changes nothing, so client retries are safe.
+stored result with `already_closed` set and changes nothing, so client retries are safe.
 """
 
 from __future__ import annotations
@@ -9,20 +9,20 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from brain.errors import ValidationFailed
+from brain.errors import Conflict, ValidationFailed
 from brain.logs import log_op
 from knowledge.models import KnowledgeItem, KnowledgeType
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible
 from sessions.models import ApplicationRole, Session, SessionEvent, SessionKnowledgeApplication
-from sessions.outcome_rules import ask_back_hint, learnings_validate, quality_score
+from sessions.outcome_rules import Scores, ask_back_hint, learnings_validate, quality_score
 from sessions.selectors.owned import session_owned
 from sessions.services.events import EventDraft, session_events_log_many
 from sessions.services.jobs import session_jobs_schedule
@@ -48,6 +48,34 @@ class OutcomeReport:
     resolved_action_item_ids: Sequence[str] = ()
     summary: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LearningAccepted:
+    index: int
+    trigger: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class LearningDropped:
+    index: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class SessionClosed:
+    """What the close did; a repeated report gets the first close's result with `already_closed` set."""
+
+    session_id: uuid.UUID
+    scores: Scores
+    jobs_queued: bool
+    already_closed: bool
+    knowledge_updated: int
+    action_items_resolved: int
+    learnings_accepted: tuple[LearningAccepted, ...]
+    learnings_dropped: tuple[LearningDropped, ...]
+    hint: str | None = None
 
 
 def _uuids(values: Sequence[str]) -> list[uuid.UUID]:
@@ -114,21 +142,20 @@ def _queue_jobs(session: Session) -> bool:
     return bool(session_jobs_schedule(session=session))
 
 
-def session_report_outcome(*, principal: Principal, session_id: str, report: OutcomeReport) -> dict[str, Any]:
-    """Closes the caller's session once; a repeat returns the first result with alreadyClosed=true."""
+def session_report_outcome(*, principal: Principal, session_id: str, report: OutcomeReport) -> SessionClosed:
+    """Closes the caller's session once; a repeat returns the first result with already_closed=True."""
     _check(report)
     with transaction.atomic():
         session = session_owned(principal=principal, session_id=session_id, for_update=True)
         if session.ended_at is not None:
-            stored = dict((session.outcome or {}).get("result") or {})
-            return {**stored, "alreadyClosed": True}
+            return replace(_closed_of_record(session), already_closed=True)
         result = _close(principal, session, report)
     log_op(logger, "report.learnings_captured", session=str(session.id)[:8],
-           accepted=len(result["learnings"]["accepted"]), dropped=len(result["learnings"]["dropped"]))
+           accepted=len(result.learnings_accepted), dropped=len(result.learnings_dropped))
     return result
 
 
-def _close(principal: Principal, session: Session, report: OutcomeReport) -> dict[str, Any]:
+def _close(principal: Principal, session: Session, report: OutcomeReport) -> SessionClosed:
     feedback = report.user_feedback or None
     scores = quality_score(
         success=report.success, errors=_errors_seen(session, report), user_feedback=feedback,
@@ -141,25 +168,23 @@ def _close(principal: Principal, session: Session, report: OutcomeReport) -> dic
     _capture(session, verdict.accepted)
     resolved = _retire_action_items(session, report.resolved_action_item_ids)
     queued = _queue_jobs(session)
-    result: dict[str, Any] = {
-        "sessionId": str(session.id), "sqs": scores.sqs, "queued": queued, "alreadyClosed": False,
-        "knowledgeUpdated": bumped, "resolvedActionItems": resolved,
-        "scores": {"build": scores.build, "feedback": scores.feedback, "diffAcceptance": scores.diff_acceptance,
-                   "penalty": scores.penalty},
-        "learnings": {"accepted": [{"index": i, "trigger": it["trigger"], "rule": it["rule"]}
-                                   for i, it in verdict.accepted], "dropped": verdict.dropped},
-    }
-    hint = ask_back_hint(learnings_accepted=len(verdict.accepted), success=report.success, user_feedback=feedback)
-    if hint:
-        result["hint"] = hint
+    result = SessionClosed(
+        session_id=session.id, scores=scores, jobs_queued=queued, already_closed=False, knowledge_updated=bumped,
+        action_items_resolved=resolved,
+        learnings_accepted=tuple(LearningAccepted(i, it["trigger"], it["rule"]) for i, it in verdict.accepted),
+        learnings_dropped=tuple(LearningDropped(d["index"], d["reason"]) for d in verdict.dropped),
+        hint=ask_back_hint(learnings_accepted=len(verdict.accepted), success=report.success, user_feedback=feedback),
+    )
     session.ended_at = timezone.now()
     session.success, session.user_feedback, session.quality_score = report.success, feedback or "", scores.sqs
-    session.outcome = {"report": _report_json(report), "result": result}
+    session.outcome = {"report": _report_record(report), "result": _result_record(result)}
     session.save(update_fields=["ended_at", "success", "user_feedback", "quality_score", "outcome", "updated_at"])
     return result
 
 
-def _report_json(report: OutcomeReport) -> dict[str, Any]:
+# `Session.outcome` is stored JSON that the REST API and the export show as it is, so it keeps the keys it has
+# always been written with (the tool's field names); these three functions are its only writers and reader.
+def _report_record(report: OutcomeReport) -> dict[str, Any]:
     return {
         "success": report.success, "userFeedback": report.user_feedback, "buildAttempts": report.build_attempts,
         "errors": list(report.errors)[:50], "filesCreated": report.files_created,
@@ -167,3 +192,36 @@ def _report_json(report: OutcomeReport) -> dict[str, Any]:
         "knowledgeUsed": list(report.knowledge_used), "resolvedActionItemIds": list(report.resolved_action_item_ids),
         "summary": report.summary[:4000],
     }
+
+
+def _result_record(result: SessionClosed) -> dict[str, Any]:
+    scores = result.scores
+    record: dict[str, Any] = {
+        "sessionId": str(result.session_id), "sqs": scores.sqs, "queued": result.jobs_queued,
+        "alreadyClosed": result.already_closed, "knowledgeUpdated": result.knowledge_updated,
+        "resolvedActionItems": result.action_items_resolved,
+        "scores": {"build": scores.build, "feedback": scores.feedback, "diffAcceptance": scores.diff_acceptance,
+                   "penalty": scores.penalty},
+        "learnings": {"accepted": [{"index": a.index, "trigger": a.trigger, "rule": a.rule}
+                                   for a in result.learnings_accepted],
+                      "dropped": [{"index": d.index, "reason": d.reason} for d in result.learnings_dropped]},
+    }
+    if result.hint:
+        record["hint"] = result.hint
+    return record
+
+
+def _closed_of_record(session: Session) -> SessionClosed:
+    record = (session.outcome or {}).get("result")
+    if not record:  # ended by other means (an import, the admin): there is no first result to repeat
+        raise Conflict(f"session {session.id} was closed without an outcome report; start a new session")
+    scores, learnings = record["scores"], record["learnings"]
+    return SessionClosed(
+        session_id=uuid.UUID(record["sessionId"]), jobs_queued=record["queued"],
+        already_closed=record["alreadyClosed"], knowledge_updated=record["knowledgeUpdated"],
+        action_items_resolved=record["resolvedActionItems"], hint=record.get("hint"),
+        scores=Scores(build=scores["build"], feedback=scores["feedback"], diff_acceptance=scores["diffAcceptance"],
+                      penalty=scores["penalty"], sqs=record["sqs"]),
+        learnings_accepted=tuple(LearningAccepted(a["index"], a["trigger"], a["rule"]) for a in learnings["accepted"]),
+        learnings_dropped=tuple(LearningDropped(d["index"], d["reason"]) for d in learnings["dropped"]),
+    )

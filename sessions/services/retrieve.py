@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import transaction
 
 from brain.errors import ValidationFailed
-from knowledge.injection import build_injection
-from knowledge.selectors.search import injection_budget, knowledge_search
 from projects.scope import Principal
 from projects.selectors.addressed import project_addressed
-from sessions.models import ApplicationRole
 from sessions.selectors.owned import session_owned
-from sessions.services.open import applications_record, as_injectable
+from sessions.services.open import Retrieved, knowledge_inject
 
 MAX_LIMIT = 20
 
@@ -21,8 +16,8 @@ MAX_LIMIT = 20
 def knowledge_retrieve(
     *, principal: Principal, prompt: str, session_id: str | None = None, project_id: str | None = None,
     framework: str = "", language: str = "", limit: int = 5, budget_tokens: int | None = None,
-) -> dict[str, Any]:
-    """Typed items (ids, scores, why) plus the injection text within the budget; with a sessionId the
+) -> Retrieved:
+    """Ranked items (with scores and why) plus the injection text within the budget; with a session id the
     search runs in that session's project and the injected rows are recorded on it."""
     if not prompt.strip():
         raise ValidationFailed("prompt must not be empty: pass the task you are about to work on")
@@ -33,18 +28,6 @@ def knowledge_retrieve(
         scope_project = session.project_id if session else None
         if session is None and project_id is not None:
             scope_project = project_addressed(principal=principal, project_id=project_id).project.id
-        found = knowledge_search(principal=principal, query=prompt, limit=limit, project_id=scope_project,
-                                 framework=framework, language=language, explain=True)
-        budget = budget_tokens or injection_budget()
-        injection = build_injection(as_injectable(found.hits), budget=budget)
-        if session is not None:
-            applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)
-    items = [
-        {"id": str(h.id), "type": h.type, "trigger": h.trigger, "rule": h.content, "rationale": h.rationale,
-         "confidence": h.confidence, "tags": h.tags, "projectId": str(h.project_id) if h.project_id else None,
-         "score": h.score, "why": h.explain}
-        for h in found.hits
-    ]
-    bundle = {"items": items, "injectedIds": list(injection.ids),
-              "retrieval": found.retrieval, "notice": found.notice or None}
-    return {"bundle": bundle, "injection": injection.text}
+        return knowledge_inject(principal=principal, prompt=prompt, project_id=scope_project, session=session,
+                                limit=limit, framework=framework, language=language, budget_tokens=budget_tokens,
+                                explain=True)

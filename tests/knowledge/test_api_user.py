@@ -71,18 +71,19 @@ def test_peer_card_read_and_replace(tenant_a: Tenant, tenant_b: Tenant) -> None:
     peer_card_set(user=tenant_b.user, facts={"editor": "emacs"})
     client = bearer(tenant_a.user_raw)
     empty = client.get("/api/v1/peer-card").json()
-    assert empty == {**peer_card_of(principal=tenant_a.principal), "updatedAt": None} and empty["facts"] == {}
+    card = peer_card_of(principal=tenant_a.principal)
+    assert empty == {"email": card.email, "facts": card.facts, "updatedAt": None} and empty["facts"] == {}
     put = client.put("/api/v1/peer-card", {"facts": {"editor": "vim", "tone": "terse"}}, content_type=JSON)
     assert put.status_code == 200 and put.json()["facts"] == {"editor": "vim", "tone": "terse"}
     replaced = client.put("/api/v1/peer-card", {"facts": {"editor": "helix"}}, content_type=JSON).json()
-    assert replaced["facts"] == peer_card_of(principal=tenant_a.principal)["facts"] == {"editor": "helix"}
+    assert replaced["facts"] == peer_card_of(principal=tenant_a.principal).facts == {"editor": "helix"}
     scoped = bearer(tenant_a.project_raw)
     assert scoped.get("/api/v1/peer-card").json()["facts"] == {"editor": "helix"}
     api_error(scoped.put("/api/v1/peer-card", {"facts": {}}, content_type=JSON), 403, "FORBIDDEN_PROJECT")
     too_many = {f"k{n}": "v" for n in range(41)}
     api_error(client.put("/api/v1/peer-card", {"facts": too_many}, content_type=JSON), 400, "VALIDATION")
     api_error(client.put("/api/v1/peer-card", {"facts": {"a": 1}}, content_type=JSON), 400, "VALIDATION")
-    assert peer_card_of(principal=tenant_a.principal)["facts"] == {"editor": "helix"}
+    assert peer_card_of(principal=tenant_a.principal).facts == {"editor": "helix"}
     assert bearer(tenant_b.user_raw).get("/api/v1/peer-card").json()["facts"] == {"editor": "emacs"}
 
 
@@ -96,7 +97,7 @@ def test_text_postgresql_cannot_store_is_refused_up_front(tenant_a: Tenant) -> N
     api_error(client.post("/api/v1/projects", {"name": "a\u0000b"}, content_type=JSON), 400, "VALIDATION")
     api_error(client.post("/api/v1/tokens", {"label": "a\u0000b"}, content_type=JSON), 400, "VALIDATION")
     api_error(client.get("/api/v1/projects?q=a%00b"), 400, "VALIDATION")
-    assert peer_card_of(principal=tenant_a.principal)["facts"] == {} and not KnowledgeItem.objects.exists()
+    assert peer_card_of(principal=tenant_a.principal).facts == {} and not KnowledgeItem.objects.exists()
 
 
 @pytest.mark.django_db
@@ -108,5 +109,5 @@ def test_browser_session_reads_freely_and_writes_with_csrf(tenant_a: Tenant, ten
     client.get("/accounts/password/change/")  # a page with a form sets the csrftoken cookie
     csrf = client.cookies["csrftoken"].value
     ok = client.put("/api/v1/peer-card", {"facts": {"editor": "vim"}}, content_type=JSON, HTTP_X_CSRFTOKEN=csrf)
-    assert ok.status_code == 200 and peer_card_of(principal=tenant_a.principal)["facts"] == {"editor": "vim"}
-    assert peer_card_of(principal=tenant_b.principal)["facts"] == {}
+    assert ok.status_code == 200 and peer_card_of(principal=tenant_a.principal).facts == {"editor": "vim"}
+    assert peer_card_of(principal=tenant_b.principal).facts == {}

@@ -8,7 +8,7 @@ import pytest
 
 from brain.errors import ForbiddenProject, ValidationFailed
 from knowledge.models import KnowledgeItem
-from knowledge.selectors.live import skills_active, skills_find, user_style
+from knowledge.selectors.live import PeerCardView, UserStyle, skills_active, skills_find, user_style
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from knowledge.services.peer import peer_card_set
 from knowledge.services.teach import knowledge_teach
@@ -72,10 +72,10 @@ def test_user_style_and_peer_card(tenant_a: Tenant, tenant_b: Tenant) -> None:
     ])
     peer_card_set(user=tenant_a.user, facts={"editor": "neovim", "tone": "terse", "empty": ""})
     style = user_style(principal=tenant_a.principal)
-    assert style["peerCard"]["facts"] == {"editor": "neovim", "tone": "terse"}
-    assert [r["confidence"] for r in style["reflexes"]] == [1.0, 1.0, 1.0, 0.8]
+    assert style.peer_card.facts == {"editor": "neovim", "tone": "terse"}
+    assert [r.confidence for r in style.reflexes] == [1.0, 1.0, 1.0, 0.8]
     other = user_style(principal=tenant_b.principal)
-    assert other == {"peerCard": {"email": "bob@b.example", "facts": {}, "updatedAt": None}, "reflexes": []}
+    assert other == UserStyle(peer_card=PeerCardView(email="bob@b.example", facts={}, updated_at=None), reflexes=[])
     with pytest.raises(ValidationFailed):
         peer_card_set(user=tenant_a.user, facts={f"k{i}": "v" for i in range(41)})
 
@@ -90,10 +90,10 @@ def test_skills_offer_only_mature_stages(tenant_a: Tenant, tenant_b: Tenant) -> 
                        stage="knowledge"),
     ])
     found = skills_find(principal=tenant_a.principal, query="how do I publish my python package?", limit=5)
-    assert found["skills"][0]["rule"].startswith("release checklist")
-    assert all(s["stage"] in ("knowledge", "wisdom") for s in found["skills"])
-    assert {s["stage"] for s in skills_active(principal=tenant_a.principal)} == {"knowledge", "wisdom"}
-    assert skills_find(principal=tenant_b.principal, query="publish a python package")["skills"] == []
+    assert found.skills[0].content.startswith("release checklist")
+    assert all(s.stage in ("knowledge", "wisdom") for s in found.skills)
+    assert {s.stage for s in skills_active(principal=tenant_a.principal)} == {"knowledge", "wisdom"}
+    assert skills_find(principal=tenant_b.principal, query="publish a python package").skills == []
     assert skills_active(principal=tenant_b.principal) == []
     with pytest.raises(ValidationFailed):
         skills_find(principal=tenant_a.principal, query="  ")

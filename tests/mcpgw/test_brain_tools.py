@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from django.test import Client
 
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
+from knowledge.services.peer import peer_card_set
 from tests.conftest import Tenant
 from tests.mcpgw.conftest import Mcp, call_tool
 
@@ -114,3 +116,39 @@ def test_find_skill(mcp_a: Mcp, mcp_b: Mcp, tenant_a: Tenant) -> None:
     skills = ok(mcp_a, "brain_find_skill", {"query": "release my python package", "limit": 3})["skills"]
     assert [s["stage"] for s in skills] == ["wisdom"]
     assert ok(mcp_b, "brain_find_skill", {"query": "release my python package"})["skills"] == []
+
+
+def read_resource(mcp: Mcp, uri: str) -> Any:
+    response = mcp.modern("resources/read", {"uri": uri})
+    assert response.status_code == 200, response.content
+    return json.loads(response.json()["result"]["contents"][0]["text"])
+
+
+def test_user_resources_keep_their_documents(mcp_a: Mcp, mcp_b: Mcp, tenant_a: Tenant) -> None:
+    knowledge_create_many(owner=tenant_a.user, project=tenant_a.project, drafts=[
+        KnowledgeDraft(content="1. bump version 2. build 3. twine upload", type="skill", stage="wisdom",
+                       trigger="releasing a python package", confidence=0.9, tags=["release"]),
+    ])
+    reflex = ok(mcp_a, "brain_teach_knowledge", {"rule": "type-hint public functions", "type": "reflex",
+                                                 "tags": ["python"]})
+    peer_card_set(user=tenant_a.user, facts={"editor": "helix"})
+    sid = ok(mcp_a, "brain_start_session", {"prompt": "p" * 300})["sessionId"]
+    ok(mcp_a, "brain_report_session_outcome", {"sessionId": sid, "success": True})
+    card_keys = ["email", "facts", "updatedAt"]
+    row_keys = ["id", "type", "trigger", "rule", "rationale", "confidence", "stage", "projectId"]
+    style = read_resource(mcp_a, "brain://user/style-profile")
+    assert list(style) == ["peerCard", "reflexes"] and list(style["peerCard"]) == card_keys
+    assert [list(r) for r in style["reflexes"]] == [row_keys]  # no tags, score or why, unlike the tool
+    assert (style["reflexes"][0]["id"], style["reflexes"][0]["stage"]) == (reflex["id"], None)
+    skills = read_resource(mcp_a, "brain://user/active-skills")["skills"]
+    assert [list(r) for r in skills] == [row_keys] and skills[0]["stage"] == "wisdom"
+    recent = read_resource(mcp_a, "brain://user/recent-sessions")["sessions"]
+    assert list(recent[0]) == ["sessionId", "projectId", "projectName", "clientType", "prompt", "startedAt",
+                               "endedAt", "success", "sqs"]
+    assert (recent[0]["sessionId"], len(recent[0]["prompt"]), recent[0]["success"]) == (sid, 240, True)
+    card = read_resource(mcp_a, "brain://user/peer-card")
+    assert list(card) == card_keys and card["facts"] == {"editor": "helix"} and card["updatedAt"]
+    assert read_resource(mcp_b, "brain://user/style-profile") == {
+        "peerCard": {"email": "bob@b.example", "facts": {}, "updatedAt": None}, "reflexes": []}
+    assert read_resource(mcp_b, "brain://user/active-skills") == {"skills": []}
+    assert read_resource(mcp_b, "brain://user/recent-sessions") == {"sessions": []}

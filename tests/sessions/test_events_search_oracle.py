@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import timedelta
 
@@ -52,12 +53,12 @@ def test_retrieve_records_injected_on_session(tenant_a: Tenant, tenant_b: Tenant
     session = session_open(principal=tenant_a.principal).session
     out = knowledge_retrieve(principal=tenant_a.principal, prompt="write a SQL migration adding an index",
                              session_id=str(session.id), budget_tokens=400)
-    assert out["bundle"]["items"][0]["id"] == str(rule.id) and "relevance" in out["bundle"]["items"][0]["why"]
-    assert out["bundle"]["injectedIds"] == [str(rule.id)] and "indexes concurrently" in out["injection"]
+    assert out.found.hits[0].id == rule.id and "relevance" in out.found.hits[0].explain
+    assert out.injection.ids == [str(rule.id)] and "indexes concurrently" in out.injection.text
     assert SessionKnowledgeApplication.objects.filter(session=session, role=ApplicationRole.INJECTED).count() == 1
     tiny = knowledge_retrieve(principal=tenant_a.principal, prompt="SQL migration index", budget_tokens=20)
-    assert tiny["bundle"]["injectedIds"] == [] and tiny["injection"] == ""
-    assert knowledge_retrieve(principal=tenant_b.principal, prompt="SQL migration index")["bundle"]["items"] == []
+    assert tiny.injection.ids == [] and tiny.injection.text == ""
+    assert knowledge_retrieve(principal=tenant_b.principal, prompt="SQL migration index").found.hits == []
     with pytest.raises(NotFound):
         knowledge_retrieve(principal=tenant_b.principal, prompt="SQL", session_id=str(session.id))
     with pytest.raises(ForbiddenProject):
@@ -72,14 +73,14 @@ def test_session_search_and_recent(tenant_a: Tenant, tenant_b: Tenant) -> None:
                          payload={"text": "webhook signature verification needs the raw body"})
     session_open(principal=tenant_a.principal, prompt="rename css classes in the navbar")
     found = sessions_find(principal=tenant_a.principal, query="stripe webhook signature")
-    assert found["sessions"][0]["sessionId"] == str(s1.id) and found["sessions"][0]["snippets"]
-    assert sessions_find(principal=tenant_b.principal, query="stripe webhook signature")["sessions"] == []
+    assert found.sessions[0].session.id == s1.id and found.sessions[0].events
+    assert sessions_find(principal=tenant_b.principal, query="stripe webhook signature").sessions == []
     future = timezone.now() + timedelta(days=1)
-    assert sessions_find(principal=tenant_a.principal, query="stripe webhook", since=future)["sessions"] == []
+    assert sessions_find(principal=tenant_a.principal, query="stripe webhook", since=future).sessions == []
     with pytest.raises(ValidationFailed):
         sessions_find(principal=tenant_a.principal, query="x", since=future, until=future - timedelta(days=2))
     recent = sessions_recent(principal=tenant_a.principal)
-    assert [r["prompt"] for r in recent][1] == s1.prompt
+    assert [r.prompt_preview for r in recent][1] == s1.prompt
     assert sessions_recent(principal=tenant_b.principal) == []
 
 
@@ -88,12 +89,12 @@ def test_oracle_extractive_with_citations(tenant_a: Tenant, tenant_b: Tenant) ->
                            rule="use tenacity with exponential backoff and jitter").item
     session_open(principal=tenant_a.principal, prompt="add retries with backoff to the HTTP client")
     answer = oracle_ask(principal=tenant_a.principal, question="how did I add retries with backoff to HTTP calls?")
-    assert answer["mode"] == "extractive" and answer["groundedness"] in ("high", "medium")
-    kinds = {(c["kind"], c["id"]) for c in answer["citations"]}
-    assert ("knowledge", str(rule.id)) in kinds and any(k == "session" for k, _ in kinds)
-    assert "tenacity" in answer["answer"]
+    assert answer.mode == "extractive" and answer.groundedness in ("high", "medium")
+    kinds = {(c.kind, c.id) for c in answer.citations}
+    assert ("knowledge", rule.id) in kinds and any(k == "session" for k, _ in kinds)
+    assert "tenacity" in answer.answer
     empty = oracle_ask(principal=tenant_b.principal, question="how did I add retries with backoff to HTTP calls?")
-    assert empty["citations"] == [] and empty["groundedness"] == "none"
+    assert empty.citations == [] and empty.groundedness == "none"
     with pytest.raises(ValidationFailed):
         oracle_ask(principal=tenant_a.principal, question="?")
 
@@ -105,9 +106,9 @@ def test_oracle_model_answer_restricted_to_citations(tenant_a: Tenant) -> None:
     with fake_llm_server(FakeLlm(reply="You used tenacity [1].")) as fake, \
             override_settings(BRAIN_LLM={**base, "openai_base_url": f"{fake.url}/v1"}):
         answer = oracle_ask(principal=tenant_a.principal, question="how do I retry HTTP calls?")
-    assert answer == {**answer, "mode": "model", "answer": "You used tenacity [1]."}
+    assert answer == dataclasses.replace(answer, mode="model", answer="You used tenacity [1].")
     sent = fake.requests[0]["body"]["messages"]
     assert "ONLY the numbered sources" in sent[0]["content"] and "[1] When retrying HTTP calls" in sent[1]["content"]
     with override_settings(BRAIN_LLM={**base, "openai_base_url": "http://127.0.0.1:9/v1"}):
         fallback = oracle_ask(principal=tenant_a.principal, question="how do I retry HTTP calls?")
-    assert fallback["mode"] == "extractive" and "tenacity" in fallback["answer"]
+    assert fallback.mode == "extractive" and "tenacity" in fallback.answer

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
 
-from brain.errors import NotFound, ValidationFailed
+from brain.errors import Conflict, NotFound, ValidationFailed
 from knowledge.models import KnowledgeItem
 from knowledge.services.teach import knowledge_teach
-from sessions.models import ApplicationRole, SessionEvent, SessionJob, SessionKnowledgeApplication
+from sessions.models import ApplicationRole, Session, SessionEvent, SessionJob, SessionKnowledgeApplication
 from sessions.outcome_rules import HINT_GENTLE, HINT_STRONG, quality_score
 from sessions.services.open import session_open
 from sessions.services.outcome import OutcomeReport, session_report_outcome
 from tests.conftest import Tenant
+from tests.support.closed_session import closed_session
 
 pytestmark = pytest.mark.django_db
 
@@ -52,10 +54,10 @@ def test_close_runs_confidence_loop_once(tenant_a: Tenant, tenant_b: Tenant) -> 
     report = OutcomeReport(success=True, user_feedback="up", files_created=1, knowledge_used=[
         str(injected.id), str(reported.id), str(foreign.id), "garbage"])
     first = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id), report=report)
-    assert first["sqs"] == 100 and first["alreadyClosed"] is False and first["queued"] is True
-    assert first["knowledgeUpdated"] == 2 and first["hint"] == HINT_GENTLE
+    assert first.scores.sqs == 100 and first.already_closed is False and first.jobs_queued is True
+    assert first.knowledge_updated == 2 and first.hint == HINT_GENTLE
     second = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id), report=report)
-    assert second == {**first, "alreadyClosed": True}
+    assert second == dataclasses.replace(first, already_closed=True)
     counts = {k.id: (k.success_count, k.failure_count) for k in KnowledgeItem.objects.all()}
     assert counts[injected.id] == (1, 0) and counts[reported.id] == (1, 0) and counts[foreign.id] == (0, 0)
     roles = set(SessionKnowledgeApplication.objects.filter(session=session).values_list("knowledge_id", "role"))
@@ -68,7 +70,7 @@ def test_failure_counts_and_strong_hint(tenant_a: Tenant) -> None:
     session = session_open(principal=tenant_a.principal).session
     result = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id), report=OutcomeReport(
         success=True, user_feedback="down", knowledge_used=[str(rule.id)]))
-    assert result["hint"] == HINT_STRONG
+    assert result.hint == HINT_STRONG
     rule.refresh_from_db()
     assert (rule.success_count, rule.failure_count) == (0, 1)
 
@@ -81,9 +83,9 @@ def test_learnings_validated_one_by_one(tenant_a: Tenant) -> None:
                  {**good, "rule": "second good rule"}, {**good, "rule": "sixth, over the limit"}]
     result = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id),
                                     report=OutcomeReport(success=False, learnings=learnings))
-    assert [a["index"] for a in result["learnings"]["accepted"]] == [0]
-    assert [d["index"] for d in result["learnings"]["dropped"]] == [1, 2, 3, 4, 5, 6]
-    assert "hint" not in result
+    assert [a.index for a in result.learnings_accepted] == [0]
+    assert [d.index for d in result.learnings_dropped] == [1, 2, 3, 4, 5, 6]
+    assert result.hint is None
     events = SessionEvent.objects.filter(session=session, event_type="learning_captured")
     assert [e.payload["rule"] for e in events] == ["use react-hook-form with zod"]
 
@@ -94,7 +96,7 @@ def test_errors_events_make_a_failed_build(tenant_a: Tenant) -> None:
                                 content="boom", occurred_at=session.started_at)
     result = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id),
                                     report=OutcomeReport(success=False))
-    assert result["scores"]["build"] == 0.0
+    assert result.scores.build == 0.0
 
 
 def test_resolved_action_items_only_in_session_project(tenant_a: Tenant) -> None:
@@ -109,7 +111,7 @@ def test_resolved_action_items_only_in_session_project(tenant_a: Tenant) -> None
     session = session_open(principal=tenant_a.principal).session
     result = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id), report=OutcomeReport(
         success=True, resolved_action_item_ids=[here, elsewhere, str(rule.id), "junk"]))
-    assert result["resolvedActionItems"] == 1
+    assert result.action_items_resolved == 1
     retired = set(KnowledgeItem.objects.filter(deleted_at__isnull=False).values_list("id", flat=True))
     assert retired == {uuid.UUID(here)}
 
@@ -131,4 +133,33 @@ def test_ownership_and_validation(tenant_a: Tenant, tenant_b: Tenant) -> None:
     session.refresh_from_db()
     assert session.ended_at is None
     result = session_report_outcome(principal=tenant_a.project_principal, session_id=str(session.id), report=ok)
-    assert result["alreadyClosed"] is False
+    assert result.already_closed is False
+
+
+def test_repeat_on_a_session_closed_without_report_is_a_conflict(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    session = closed_session(user=tenant_a.user, project=tenant_a.project)  # ended, but never reported
+    with pytest.raises(NotFound):
+        session_report_outcome(principal=tenant_b.principal, session_id=str(session.id),
+                               report=OutcomeReport(success=True))
+    with pytest.raises(Conflict) as refused:
+        session_report_outcome(principal=tenant_a.principal, session_id=str(session.id),
+                               report=OutcomeReport(success=False, user_feedback="down"))
+    assert "start a new session" in refused.value.message
+    stored = Session.objects.get(id=session.id)
+    assert (stored.ended_at, stored.success, stored.outcome, stored.quality_score) == (
+        session.ended_at, True, {}, None)
+    assert not SessionJob.objects.filter(session=session).exists()
+
+
+def test_repeat_returns_the_stored_result_field_for_field(tenant_a: Tenant) -> None:
+    session = session_open(principal=tenant_a.principal).session
+    report = OutcomeReport(success=True, files_modified=2, files_rejected=1,
+                           learnings=[{"trigger": "when naming", "rule": "use nouns for models"}, "junk"])
+    first = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id), report=report)
+    assert [(a.index, a.rule) for a in first.learnings_accepted] == [(0, "use nouns for models")]
+    assert [d.index for d in first.learnings_dropped] == [1] and first.hint is None
+    stored = Session.objects.get(id=session.id).outcome["result"]
+    assert stored["alreadyClosed"] is False and stored["scores"]["diffAcceptance"] == first.scores.diff_acceptance
+    again = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id),
+                                   report=OutcomeReport(success=False))
+    assert again == dataclasses.replace(first, already_closed=True)
