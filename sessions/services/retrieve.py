@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import transaction
 
 from brain.errors import ValidationFailed
+from brain.text import text_storable
 from knowledge.injection import build_injection
 from knowledge.selectors.search import knowledge_search
 from projects.scope import Principal
@@ -25,6 +26,7 @@ def knowledge_retrieve(
 ) -> dict[str, Any]:
     """Typed items (ids, scores, why) plus the injection text within the budget; with a sessionId the
     search runs in that session's project and the injected rows are recorded on it."""
+    text_storable(prompt=prompt, sessionId=session_id, projectId=project_id, framework=framework, language=language)
     if not prompt.strip():
         raise ValidationFailed("prompt must not be empty: pass the task you are about to work on")
     if not 1 <= limit <= MAX_LIMIT:
