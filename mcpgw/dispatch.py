@@ -60,10 +60,13 @@ def _error_result(code: str, message: str) -> dict[str, Any]:
             "isError": True}
 
 
+def _loc(loc: tuple[int | str, ...]) -> str:
+    # A dict key is echoed as sent; one that is not valid Unicode is shown escaped, never passed on raw.
+    return ".".join(str(x) for x in loc).encode("utf-8", "backslashreplace").decode()
+
+
 def _validation_message(tool: Tool, exc: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(x) for x in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()[:5]
-    )
+    problems = "; ".join(f"{_loc(err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()[:5])
     return f"invalid arguments for {tool.name}: {problems}. See the tool's inputSchema."
 
 
