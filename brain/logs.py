@@ -1,11 +1,15 @@
 """Structured logging: one `key=value` line per event, starting with `op=` when there is one.
 
     log_op(logger, "mcp.tool", tool="brain_list_projects", durMs=3, outcome="ok")
+
+An unexpected exception is logged once with `log_failure`, which returns the short `ref` the interface
+puts in its answer, so a user's report ("ref 3f9c01ab") finds the traceback in the log.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,7 +43,16 @@ class LogfmtFormatter(logging.Formatter):
         return logfmt(fields)
 
 
-def log_op(logger: logging.Logger, op: str, *, level: int = logging.INFO, **fields: Any) -> None:
-    """Emit one machine-parseable event line: `op=<op> k=v ...`."""
+def log_op(logger: logging.Logger, op: str, *, level: int = logging.INFO, exc_info: BaseException | None = None,
+           **fields: Any) -> None:
+    """Emit one machine-parseable event line: `op=<op> k=v ...` (with the traceback when `exc_info` is given)."""
     payload = {"op": op, **fields}
-    logger.log(level, logfmt(payload), extra={"op_fields": payload})
+    logger.log(level, logfmt(payload), exc_info=exc_info, extra={"op_fields": payload})
+
+
+def log_failure(logger: logging.Logger, op: str, exc: BaseException, **fields: Any) -> str:
+    """Logs an unexpected exception as one error line with its traceback and a fresh correlation id
+    (`ref`, 8 hex characters), and returns that id for the answer the caller gets."""
+    ref = secrets.token_hex(4)
+    log_op(logger, op, level=logging.ERROR, exc_info=exc, ref=ref, error=type(exc).__name__, **fields)
+    return ref

@@ -31,7 +31,10 @@ def origin_allowed(request: HttpRequest) -> bool:
         return True
     if origin == settings.PUBLIC_URL.rstrip("/"):
         return True
-    host = urlsplit(origin).hostname
+    try:
+        host = urlsplit(origin).hostname
+    except ValueError:  # e.g. "http://[": not an origin any browser sends, so not an allowed one
+        return False
     return host is not None and host.lower() in LOOPBACK
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from brain.errors import BrainError
-from brain.logs import log_op
+from brain.logs import log_failure, log_op
 from mcpgw import protocol as p
 from mcpgw.models import McpSession
 from mcpgw.registry import REGISTRY, Tool
@@ -30,6 +30,14 @@ class Call:
     modern: bool
     version: str
     session: McpSession | None = None
+
+
+def internal_error(exc: BaseException, **fields: Any) -> p.RpcError:
+    """Logs an unexpected exception (traceback, fresh correlation id) and returns the -32603 answer that
+    names the same id, so a user's report leads to the log line. Nothing of the exception reaches the client."""
+    ref = log_failure(logger, "mcp.internal_error", exc, **fields)
+    return p.RpcError(p.INTERNAL_ERROR, f"Internal error (ref {ref}): the server failed; quote this ref to its "
+                      "operator, who finds the error in the server log", status=500, data={"ref": ref})
 
 
 def _params(params: Any) -> dict[str, Any]:
@@ -52,10 +60,13 @@ def _error_result(code: str, message: str) -> dict[str, Any]:
             "isError": True}
 
 
+def _loc(loc: tuple[int | str, ...]) -> str:
+    # A dict key is echoed as sent; one that is not valid Unicode is shown escaped, never passed on raw.
+    return ".".join(str(x) for x in loc).encode("utf-8", "backslashreplace").decode()
+
+
 def _validation_message(tool: Tool, exc: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(x) for x in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()[:5]
-    )
+    problems = "; ".join(f"{_loc(err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()[:5])
     return f"invalid arguments for {tool.name}: {problems}. See the tool's inputSchema."
 
 
@@ -151,7 +162,14 @@ def dispatch(call: Call, method: str, params: Any) -> dict[str, Any]:
     handler = table.get(method)
     if handler is None:
         raise p.RpcError(p.METHOD_NOT_FOUND, f"Method not found: {method}", data={"method": method})
-    result = handler(call, _params(params))
+    args = _params(params)
+    try:
+        result = handler(call, args)
+    except p.RpcError:
+        raise
+    except Exception as exc:  # a bug or an outage, not the caller's fault: -32603 with a ref, never a 500 page
+        tool = args.get("name") if method == "tools/call" else None
+        raise internal_error(exc, method=method, tool=tool if isinstance(tool, str) else None) from exc
     if call.modern:
         result["resultType"] = "complete"
         if method in p.CACHE_TTL_MS:

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from brain.errors import ValidationFailed
 from mcpgw import protocol as p
 from mcpgw.auth import bound_session
 from mcpgw.dispatch import Call, dispatch
@@ -31,8 +32,11 @@ def _initialize(token: ApiToken, request_id: Any, params: Any) -> HttpResponse:
     version = requested if requested in p.LEGACY_VERSIONS else p.LATEST_LEGACY
     client_info = params.get("clientInfo")
     client = client_info if isinstance(client_info, dict) else {}
-    session = mcp_session_open(token=token, protocol_version=version, client_name=str(client.get("name", "")),
-                               client_version=str(client.get("version", "")))
+    try:
+        session = mcp_session_open(token=token, protocol_version=version, client_name=str(client.get("name", "")),
+                                   client_version=str(client.get("version", "")))
+    except ValidationFailed as exc:
+        raise p.RpcError(p.INVALID_PARAMS, f"initialize: params.{exc.message}", status=400) from None
     result = {"protocolVersion": version, "capabilities": p.capabilities(), "serverInfo": p.server_info(),
               "instructions": p.INSTRUCTIONS}
     response = JsonResponse({"jsonrpc": "2.0", "id": request_id, "result": result})

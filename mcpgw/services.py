@@ -12,6 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from brain.logs import log_op
+from brain.text import text_storable
 from mcpgw.models import CLIENT_NAME_MAX, CLIENT_VERSION_MAX, McpSession
 from mcpgw.selectors import idle_cutoff, mcp_sessions_open_of
 from projects.models import ApiToken
@@ -31,6 +32,7 @@ def mcp_session_open(
     *, token: ApiToken, protocol_version: str, client_name: str = "", client_version: str = ""
 ) -> McpSession:
     """A new session for this token; past the per-token cap the least recently seen ones are evicted."""
+    text_storable(**{"clientInfo.name": client_name, "clientInfo.version": client_version})
     now = timezone.now()
     open_qs = mcp_sessions_open_of(token=token).select_for_update().order_by("last_seen_at")
     surplus = open_qs.count() - settings.MCP_MAX_SESSIONS_PER_TOKEN + 1

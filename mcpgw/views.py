@@ -13,6 +13,7 @@ from django.views.decorators.csrf import csrf_exempt
 from mcpgw import era_legacy, era_modern
 from mcpgw import protocol as p
 from mcpgw.auth import bearer_token, bound_session, origin_allowed
+from mcpgw.dispatch import internal_error
 from mcpgw.services import mcp_session_close
 
 logger = logging.getLogger("mcpgw")
@@ -85,6 +86,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return response
     except p.RpcError as exc:
         return rpc_error_response(exc)
+    except Exception as exc:  # outside a method (reading, decoding, authenticating): JSON-RPC, never HTML
+        return rpc_error_response(internal_error(exc, http=request.method, path=request.path))
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

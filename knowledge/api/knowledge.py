@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from ninja import Field as QField
 from ninja import Query, Router, Status
 
-from brain.errors import ForbiddenProject, NotFound
+from brain.errors import NotFound
 from knowledge.api.schemas import (
     KnowledgeHitOut,
     KnowledgeKind,
@@ -133,17 +133,10 @@ def create_knowledge(request: HttpRequest, payload: TeachIn) -> Status[TaughtOut
 
 def _live_row(principal: Principal, knowledge_id: uuid.UUID) -> KnowledgeItem:
     """A row the caller can read; a project-scoped token reaching for its user's project-less rows may read
-    them but not change them (FORBIDDEN_PROJECT is raised by the writers below)."""
+    them but not change them (the curation services refuse that with FORBIDDEN_PROJECT)."""
     row = knowledge_live(principal=principal).filter(pk=knowledge_id).first()
     if row is None:
         raise NotFound(f"knowledge {knowledge_id} not found")
-    return row
-
-
-def _writable(principal: Principal, knowledge_id: uuid.UUID) -> KnowledgeItem:
-    row = _live_row(principal, knowledge_id)
-    if principal.token is not None and principal.token.project_id not in (None, row.project_id):
-        raise ForbiddenProject("this token is bound to one project; change personal knowledge with a user-scoped token")
     return row
 
 
@@ -159,7 +152,7 @@ def update_knowledge(request: HttpRequest, knowledge_id: uuid.UUID, payload: Kno
     """Only the fields you send change; a new rule or trigger is re-embedded. Rows you may change: your own,
     and any row of a project in an org you own (the dashboard's rule)."""
     principal = principal_of(request)
-    row = _writable(principal, knowledge_id)
+    row = _live_row(principal, knowledge_id)
     sent = payload.model_dump(exclude_unset=True, exclude_none=True)
     row = knowledge_edit(
         principal=principal, item_id=knowledge_id, content=sent.get("rule", row.content),
@@ -176,7 +169,7 @@ def supersede_knowledge(request: HttpRequest, knowledge_id: uuid.UUID, payload: 
     """Writes the successor (same type, tags and project, confidence 1.0) and retires the old row; a trigger
     or rationale left out is copied from the old row."""
     principal = principal_of(request)
-    old = _writable(principal, knowledge_id)
+    old = _live_row(principal, knowledge_id)
     new = knowledge_supersede(
         principal=principal, item_id=knowledge_id, content=payload.rule,
         trigger=old.trigger if payload.trigger is None else payload.trigger,
@@ -189,6 +182,6 @@ def supersede_knowledge(request: HttpRequest, knowledge_id: uuid.UUID, payload: 
 def delete_knowledge(request: HttpRequest, knowledge_id: uuid.UUID) -> Status[None]:
     """The row leaves retrieval and lists at once (the dashboard can restore it)."""
     principal = principal_of(request)
-    _writable(principal, knowledge_id)
+    _live_row(principal, knowledge_id)  # a retired row is NOT_FOUND here, as in every read
     knowledge_delete(principal=principal, item_id=knowledge_id)
     return Status(204, None)

@@ -7,7 +7,6 @@ import uuid
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
 
-from brain.errors import ForbiddenProject
 from knowledge.api.schemas import ActionItemOut, ActionItemPage, PeerCardIn, PeerCardOut
 from knowledge.selectors.actions import ORDER, ActionStatus, action_items_for
 from knowledge.selectors.live import peer_card_of
@@ -16,6 +15,7 @@ from knowledge.services.peer import peer_card_set
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
 from projects.api.pagination import paginate
+from projects.selectors.addressed import account_user
 
 actions_router = Router(tags=["action items"])
 peer_router = Router(tags=["peer card"])
@@ -53,7 +53,5 @@ def get_peer_card(request: HttpRequest) -> PeerCardOut:
 def replace_peer_card(request: HttpRequest, payload: PeerCardIn) -> PeerCardOut:
     """The card belongs to the user, not to a project, so a project-scoped token may read it but not write it."""
     principal = principal_of(request)
-    if principal.is_project_scoped:
-        raise ForbiddenProject("a project-scoped token cannot change the peer card; use a user-scoped token")
-    peer_card_set(user=principal.user, facts=payload.facts)
+    peer_card_set(user=account_user(principal=principal, action="change the peer card"), facts=payload.facts)
     return PeerCardOut.of(peer_card_of(principal=principal))

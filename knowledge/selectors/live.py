@@ -10,6 +10,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from brain.errors import ValidationFailed
+from brain.text import text_storable
 from knowledge.models import KnowledgeItem, KnowledgeType, PeerCard, SkillStage
 from knowledge.scoring import Context, Weights, rescore_candidates
 from knowledge.search import hybrid_candidates
@@ -90,6 +91,7 @@ def skills_active(*, principal: Principal, limit: int = 50) -> list[KnowledgeIte
 
 def skills_find(*, principal: Principal, query: str, limit: int = 5) -> SkillsFound:
     """Top `limit` offered skills for `query`, hybrid-ranked like knowledge (falls back to text search)."""
+    text_storable(query=query)
     if not query.strip():
         raise ValidationFailed("query must not be empty: describe the task the skill should cover")
     scope = knowledge_scope(principal=principal).narrowed("t.stage = ANY(%(stages)s)", stages=OFFERED_STAGES)

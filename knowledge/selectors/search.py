@@ -10,6 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from brain.config import overridden
+from brain.text import text_storable
 from knowledge.injection import DEFAULT_BUDGET
 from knowledge.models import DECAY_FLOOR, KnowledgeType
 from knowledge.scoring import Context, Weights, cut, rescore_candidates
@@ -89,6 +90,7 @@ def knowledge_search(
     explain: bool = False, weights: Weights | None = None, fusion: Fusion | None = None,
 ) -> KnowledgeSearchResult:
     """The best `limit` items for `query` in the caller's scope, re-scored, floored and diversified."""
+    text_storable(query=query, types=types, framework=framework, language=language)
     scope = knowledge_scope(principal=principal, project_id=project_id)
     if types:
         scope = scope.narrowed("t.type = ANY(%(types)s)", types=list(types))

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from brain.errors import ValidationFailed
 from brain.logs import log_op
+from brain.text import text_storable
 from knowledge.embeddings import EmbeddingUnavailable, embed_texts
 from knowledge.models import KnowledgeItem, KnowledgeType
 from projects.models import Project, User
@@ -46,6 +47,10 @@ def embed_or_none(texts: Sequence[str], *, op: str) -> tuple[list[list[float]] |
 
 
 def _validate(draft: KnowledgeDraft) -> None:
+    # Every knowledge write passes here, extraction from model output included.
+    text_storable(rule=draft.content, type=draft.type, trigger=draft.trigger, rationale=draft.rationale,
+                  tags=list(draft.tags), source=draft.source, framework=draft.framework, language=draft.language,
+                  stage=draft.stage)
     if draft.type not in KnowledgeType.values:
         raise ValidationFailed(f"type must be one of {', '.join(KnowledgeType.values)}; got {draft.type!r}")
     if not draft.content.strip():

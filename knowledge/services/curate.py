@@ -1,7 +1,9 @@
 """Dashboard curation of knowledge: edit in place, supersede, soft delete and restore.
 
 Who may change a row: its owner, or an owner of the org of the row's project. Everyone else gets the
-same NOT_FOUND as for a row that does not exist. Deleting and superseding are written to the audit log."""
+same NOT_FOUND as for a row that does not exist. A project-scoped token changes rows of its project only;
+its user's project-less rows, which it may read, are FORBIDDEN_PROJECT. Deleting and superseding are
+written to the audit log."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from brain.errors import Conflict, NotFound, ValidationFailed
+from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
 from brain.logs import log_op
+from brain.text import text_storable
 from knowledge.models import RULE_MAX, RULE_MIN, TAG_MAX, TAGS_MAX, Contradiction, KnowledgeItem, KnowledgeType
 from knowledge.services.create import KnowledgeDraft, embed_or_none, knowledge_create, knowledge_embedding_text
 from projects.models import AuditAction, Membership, User
@@ -31,11 +34,15 @@ def _editable(principal: Principal, item_id: uuid.UUID | str) -> KnowledgeItem:
         raise NotFound(f"knowledge {item_id} not found") from None
     owned_orgs = Membership.objects.filter(user=principal.user, role=Membership.Role.OWNER).values("org_id")
     may = Q(owner=principal.user) | Q(project__org__in=owned_orgs)
-    if principal.is_project_scoped:
-        may &= Q(project_id=principal.token.project_id if principal.token else None)
     item = KnowledgeItem.objects.select_for_update(of=("self",)).select_related("project").filter(may, pk=pk).first()
     if item is None:
         raise NotFound(f"knowledge {item_id} not found")
+    token_project = principal.token.project_id if principal.token else None
+    if token_project is not None and item.project_id != token_project:
+        if item.project_id is not None:  # another project: this token cannot even see it
+            raise NotFound(f"knowledge {item_id} not found")
+        # the user's own project-less row: this token may read it (knowledge_live) but never change it
+        raise ForbiddenProject("this token is bound to one project; change personal knowledge with a user-scoped token")
     return item
 
 
@@ -60,6 +67,7 @@ def knowledge_edit(
     type: str, tags: Sequence[str], confidence: float,
 ) -> KnowledgeItem:
     """Fixes a live row in place (a typo, a tag); re-embeds it when its text changed."""
+    text_storable(rule=content, trigger=trigger, rationale=rationale, type=type, tags=list(tags))
     _check(content, type, confidence)
     clean_tags = _clean_tags(tags)
     vectors, model = embed_or_none([knowledge_embedding_text(trigger=trigger, content=content)],
@@ -82,6 +90,7 @@ def knowledge_supersede(
     *, principal: Principal, item_id: uuid.UUID | str, content: str, trigger: str = "", rationale: str = "",
 ) -> KnowledgeItem:
     """Writes a successor (same type, tags and project, confidence 1.0) and retires the row behind it."""
+    text_storable(rule=content, trigger=trigger, rationale=rationale)
     with transaction.atomic():
         old = _editable(principal, item_id)
         if old.deleted_at or old.superseded_by_id:

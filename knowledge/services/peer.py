@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from brain.errors import ValidationFailed
+from brain.text import text_storable
 from knowledge.models import PeerCard
 from projects.models import User
 
@@ -14,6 +15,7 @@ MAX_FACTS = 40
 @transaction.atomic
 def peer_card_set(*, user: User, facts: dict[str, str]) -> PeerCard:
     """Replaces the user's facts (short keys and values); an empty value removes that fact."""
+    text_storable(facts=facts)
     clean = {str(k).strip()[:60]: str(v).strip()[:500] for k, v in facts.items() if str(k).strip()}
     clean = {k: v for k, v in clean.items() if v}
     if len(clean) > MAX_FACTS:

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain.errors import Conflict, NotFound, ValidationFailed
+from brain.text import text_storable
 from knowledge.models import (
     DECISION_REASON_MAX,
     PROPOSAL_TARGET_KEY_MAX,
@@ -95,6 +96,7 @@ def proposal_approve(*, user: User, proposal_id: uuid.UUID | str) -> Proposal:
 
 def proposal_reject(*, user: User, proposal_id: uuid.UUID | str, reason: str) -> Proposal:
     """Closes a pending proposal of the user without applying it, keeping why."""
+    text_storable(reason=reason)
     if not reason.strip():
         raise ValidationFailed("reason must say why the proposal is rejected (it teaches the next run)")
     with transaction.atomic():

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from brain.errors import ValidationFailed
 from brain.logs import log_op
+from brain.text import text_storable
 from knowledge.models import (
     RATIONALE_MAX,
     RULE_MAX,
@@ -76,6 +77,8 @@ def knowledge_teach(
     supersedes_knowledge_id: str | None = None,
 ) -> Taught:
     """Stores the rule at confidence 1.0 in the resolved project (the caller's token scope applies)."""
+    text_storable(rule=rule, type=type, trigger=trigger, rationale=rationale, tags=list(tags), projectId=project_id,
+                  framework=framework, language=language, supersedesKnowledgeId=supersedes_knowledge_id)
     if type not in TEACHABLE:
         raise ValidationFailed(f"type must be one of {', '.join(TEACHABLE)}; got {type!r}")
     if len(rule.strip()) < RULE_MIN or len(rule) > RULE_MAX:

@@ -2,7 +2,7 @@
 
 Codes are stable and documented: the BrainError codes (VALIDATION, NOT_FOUND, FORBIDDEN_PROJECT,
 CONFLICT) plus the transport's own (UNAUTHENTICATED, CSRF_FAILED, METHOD_NOT_ALLOWED, RATE_LIMITED,
-SERVER_ERROR).
+INTERNAL). An INTERNAL answer names a short ref that is also in the error's log line.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from brain.errors import BrainError
-from brain.logs import log_op
+from brain.logs import log_failure
 
 logger = logging.getLogger("brain.api")
 
@@ -77,6 +77,14 @@ def install_error_handlers(api: NinjaAPI) -> None:
 
     @api.exception_handler(Exception)
     def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
-        log_op(logger, "api.error", level=logging.ERROR, path=request.path, exc=type(exc).__name__)
-        logger.exception("unhandled API error")
-        return error_response(api, request, 500, "SERVER_ERROR", "the server failed; the error is in its log")
+        ref = internal_ref(request, exc)
+        return error_response(api, request, 500, "INTERNAL", internal_message(ref), {"ref": ref})
+
+
+def internal_ref(request: HttpRequest, exc: BaseException) -> str:
+    """Logs an unexpected failure of an API request (traceback included) and returns its correlation id."""
+    return log_failure(logger, "api.internal_error", exc, method=request.method, path=request.path)
+
+
+def internal_message(ref: str) -> str:
+    return f"internal error (ref {ref}): the server failed; quote this ref to its operator, who finds it in the log"

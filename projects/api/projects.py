@@ -8,14 +8,13 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from brain.errors import ForbiddenProject, NotFound
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
 from projects.api.pagination import paginate
 from projects.api.schemas import ProjectCreateIn, ProjectCreateOut, ProjectOut, ProjectPage, TextQuery
-from projects.models import Org, Project
-from projects.selectors.accounts import orgs_of, project_visible, projects_visible
-from projects.services.accounts import project_ensure_named
+from projects.models import Project
+from projects.selectors.accounts import project_visible, projects_visible
+from projects.services.accounts import project_create_named
 
 router = Router(tags=["projects"])
 ERRORS = {400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope}
@@ -51,16 +50,8 @@ def list_projects(request: HttpRequest, filters: Query[ProjectFilters]) -> Proje
 def create_project(request: HttpRequest, payload: ProjectCreateIn) -> Status[ProjectCreateOut]:
     """201 with the new project, or 200 with the existing one of the same name (case-insensitive) in that org."""
     principal = principal_of(request)
-    if principal.is_project_scoped:
-        raise ForbiddenProject("a project-scoped token cannot create projects; use a user-scoped token")
-    org: Org | None = None
-    if payload.orgId is not None:
-        org = orgs_of(user=principal.user).filter(pk=payload.orgId).first()
-        if org is None:
-            raise NotFound(f"org {payload.orgId} not found")
-    project, created = project_ensure_named(
-        user=principal.user, name=payload.name, framework=payload.framework, language=payload.language, org=org
-    )
+    project, created = project_create_named(principal=principal, name=payload.name, framework=payload.framework,
+                                            language=payload.language, org_id=payload.orgId)
     project = project_visible(principal=principal, project_id=project.pk)
     out = ProjectCreateOut(**ProjectOut.of(project, principal).model_dump(), created=created)
     return Status(201 if created else 200, out)

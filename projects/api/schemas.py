@@ -8,29 +8,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict, ValidationInfo, field_validator
 
+from brain.errors import ValidationFailed
+from brain.text import text_storable
 from projects.models import PROJECT_NAME_MAX, STACK_NAME_MAX, TOKEN_LABEL_MAX, ApiToken, Project
 from projects.scope import Principal
 
 
-def text_storable(value: Any) -> Any:
-    """PostgreSQL text and jsonb hold neither NUL characters nor unpaired surrogates: refuse them up front
-    (a NUL in a peer card fact, a project name or a token label was a 500)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError("text must not contain NUL (\\u0000) characters")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError("text must be valid Unicode (no unpaired surrogates)") from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            text_storable(key)
-            text_storable(item)
-    elif isinstance(value, list):
-        for item in value:
-            text_storable(item)
+def storable_field(value: Any, info: ValidationInfo) -> Any:
+    """The core's text rule (`brain.text`) applied while parsing, so a query filter the route applies
+    itself is covered too and a bad body is refused with the other field errors; the services apply the
+    same rule to every caller whatever its interface."""
+    try:
+        text_storable(**{info.field_name or "value": value})
+    except ValidationFailed as exc:
+        raise ValueError(exc.message) from None
     return value
 
 
@@ -41,8 +34,8 @@ class StrictIn(Schema):
 
     @field_validator("*")
     @classmethod
-    def _storable(cls, value: Any) -> Any:
-        return text_storable(value)
+    def _storable(cls, value: Any, info: ValidationInfo) -> Any:
+        return storable_field(value, info)
 
 
 class TextQuery(Schema):
@@ -50,8 +43,8 @@ class TextQuery(Schema):
 
     @field_validator("*")
     @classmethod
-    def _storable(cls, value: Any) -> Any:
-        return text_storable(value)
+    def _storable(cls, value: Any, info: ValidationInfo) -> Any:
+        return storable_field(value, info)
 
 
 class ProjectOut(Schema):

@@ -10,14 +10,13 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja import Query, Router, Status
 
-from brain.errors import ForbiddenProject
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
 from projects.api.pagination import paginate
 from projects.api.schemas import TextQuery, TokenCreateIn, TokenCreateOut, TokenOut, TokenPage
-from projects.models import ApiToken
-from projects.scope import Principal
+from projects.models import ApiToken, User
 from projects.selectors.accounts import project_visible, tokens_of
+from projects.selectors.addressed import account_user
 from projects.services.accounts import token_create, token_revoke
 
 router = Router(tags=["tokens"])
@@ -33,12 +32,8 @@ class TokenFilters(TextQuery):
     limit: int | None = None
 
 
-def _user_scoped(request: HttpRequest) -> Principal:
-    # A project-scoped token must not mint a wider token for itself, nor see the user's other tokens.
-    principal = principal_of(request)
-    if principal.is_project_scoped:
-        raise ForbiddenProject("a project-scoped token cannot manage tokens; use a user-scoped token or the dashboard")
-    return principal
+def _account(request: HttpRequest) -> User:
+    return account_user(principal=principal_of(request), action="manage tokens")
 
 
 def _filtered(qs: QuerySet[ApiToken], filters: TokenFilters) -> QuerySet[ApiToken]:
@@ -57,23 +52,24 @@ def _filtered(qs: QuerySet[ApiToken], filters: TokenFilters) -> QuerySet[ApiToke
 @router.get("", response={200: TokenPage, **ERRORS}, summary="List your tokens")
 def list_tokens(request: HttpRequest, filters: Query[TokenFilters]) -> TokenPage:
     """Newest first. Only prefixes are shown: a raw token is returned once, when minted."""
-    principal = _user_scoped(request)
-    qs = _filtered(tokens_of(user=principal.user), filters)
+    qs = _filtered(tokens_of(user=_account(request)), filters)
     page = paginate(qs, keys=TOKEN_KEYS, cursor=filters.cursor, limit=filters.limit)
     return TokenPage(items=[TokenOut.of(t) for t in page.items], nextCursor=page.next_cursor)
 
 
 @router.post("", response={201: TokenCreateOut, **ERRORS}, summary="Mint a token")
 def create_token(request: HttpRequest, payload: TokenCreateIn) -> Status[TokenCreateOut]:
-    principal = _user_scoped(request)
-    project = project_visible(principal=principal, project_id=payload.projectId) if payload.projectId else None
-    token, raw = token_create(user=principal.user, project=project, label=payload.label, expires_at=payload.expiresAt)
+    user = _account(request)
+    project = None
+    if payload.projectId is not None:
+        project = project_visible(principal=principal_of(request), project_id=payload.projectId)
+    token, raw = token_create(user=user, project=project, label=payload.label, expires_at=payload.expiresAt)
     return Status(201, TokenCreateOut(**TokenOut.of(token).model_dump(), token=raw))
 
 
 @router.post("/{token_id}/revoke", response={200: TokenOut, **ERRORS}, summary="Revoke a token")
 def revoke_token(request: HttpRequest, token_id: uuid.UUID) -> TokenOut:
     """Immediate: the token's next request, over MCP or this API, is refused. Revoking twice is harmless."""
-    principal = _user_scoped(request)
-    token = token_revoke(user=principal.user, token_id=token_id)
-    return TokenOut.of(tokens_of(user=principal.user).get(pk=token.pk))
+    user = _account(request)
+    token = token_revoke(user=user, token_id=token_id)
+    return TokenOut.of(tokens_of(user=user).get(pk=token.pk))

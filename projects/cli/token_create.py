@@ -22,14 +22,13 @@ def run(args: argparse.Namespace) -> int:
     from django.utils import timezone
 
     from brain.errors import NotFound, ValidationFailed
-    from projects.models import Project
-    from projects.selectors.accounts import user_by_email
+    from projects.selectors.accounts import project_of_user_named, user_by_email
     from projects.services.accounts import token_create
 
     user = user_by_email(email=args.email)
     project = None
     if args.project:
-        project = Project.objects.filter(org__memberships__user=user, name__iexact=args.project).first()
+        project = project_of_user_named(user=user, name=args.project)
         if project is None:
             raise NotFound(f"{user.email} has no project named {args.project!r}")
     if args.expires_days is not None and args.expires_days < 1:

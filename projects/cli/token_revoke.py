@@ -14,11 +14,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from brain.errors import NotFound
-    from projects.selectors.accounts import tokens_of, user_by_email
+    from projects.selectors.accounts import token_of_user_by_prefix, user_by_email
     from projects.services.accounts import token_revoke
 
     user = user_by_email(email=args.email)
-    token = tokens_of(user=user).filter(prefix=args.prefix.rstrip("…")).first()
+    token = token_of_user_by_prefix(user=user, prefix=args.prefix)
     if token is None:
         raise NotFound(f"{user.email} has no token with prefix {args.prefix!r}")
     token_revoke(user=user, token_id=token.pk)

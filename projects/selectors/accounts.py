@@ -10,6 +10,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from brain.errors import NotFound
+from brain.text import text_storable
 from projects.models import ApiToken, Org, Project, User
 from projects.scope import Principal
 
@@ -19,6 +20,7 @@ def token_digest(raw: str) -> str:
 
 
 def user_by_email(*, email: str) -> User:
+    text_storable(email=email)
     user = User.objects.filter(email=email.strip().lower()).first()
     if user is None:
         raise NotFound(f"no user with e-mail {email.strip()!r}; create one with `brain user create --email`")
@@ -70,6 +72,12 @@ def project_active(*, principal: Principal) -> tuple[Project | None, str | None]
     return project, "token_scope" if principal.is_project_scoped else "first_project_fallback"
 
 
+def project_of_user_named(*, user: User, name: str) -> Project | None:
+    """A project of any of the user's orgs whose name matches `name` case-insensitively."""
+    text_storable(project=name)
+    return Project.objects.filter(org__memberships__user=user, name__iexact=name).first()
+
+
 def project_in_org_by_name(*, org: Org, name: str) -> Project | None:
     return Project.objects.filter(org=org).annotate(lname=Lower("name")).filter(lname=name.lower()).first()
 
@@ -88,3 +96,9 @@ def token_for_raw(*, raw: str) -> ApiToken | None:
 
 def tokens_of(*, user: User) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user).select_related("project")
+
+
+def token_of_user_by_prefix(*, user: User, prefix: str) -> ApiToken | None:
+    """One of the user's tokens by the prefix the token list shows (a trailing ellipsis is ignored)."""
+    text_storable(prefix=prefix)
+    return tokens_of(user=user).filter(prefix=prefix.rstrip("…")).first()

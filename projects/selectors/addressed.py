@@ -1,5 +1,6 @@
-"""The project a call addresses explicitly: the token's own project, or a visible `projectId`. A read: it
-never creates anything (creating by name or a default is `projects.services.resolve`)."""
+"""The project a call addresses explicitly: the token's own project, or a visible `projectId`; and the
+account a call acts on as a whole, which a project-scoped token may not. Reads: they never create anything
+(creating by name or a default is `projects.services.resolve`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 
 from brain.errors import ForbiddenProject, NotFound, ValidationFailed
-from projects.models import Project
+from projects.models import Project, User
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible, projects_visible
 
@@ -47,3 +48,12 @@ def project_addressed(*, principal: Principal, project_id: str | uuid.UUID | Non
         return ResolvedProject(project_visible(principal=principal, project_id=_uuid(project_id)), "project_id")
     except NotFound:
         raise ForbiddenProject(f"project {project_id} is not accessible with this token") from None
+
+
+def account_user(*, principal: Principal, action: str) -> User:
+    """The user whose whole account the call acts on (its tokens, peer card, export, new projects). A
+    project-scoped token is refused with FORBIDDEN_PROJECT: it must never reach past its one project, nor
+    mint itself a wider token. `action` completes "a project-scoped token cannot ..."."""
+    if principal.is_project_scoped:
+        raise ForbiddenProject(f"a project-scoped token cannot {action}; use a user-scoped token")
+    return principal.user

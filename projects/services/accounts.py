@@ -12,7 +12,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
+from brain.errors import Conflict, NotFound, ValidationFailed
+from brain.text import text_storable
 from projects.models import (
     PROJECT_NAME_MAX,
     SLUG_MAX,
@@ -28,7 +29,8 @@ from projects.models import (
     User,
 )
 from projects.scope import Principal
-from projects.selectors.accounts import project_in_org_by_name, token_digest
+from projects.selectors.accounts import orgs_of, project_in_org_by_name, token_digest
+from projects.selectors.addressed import account_user
 from projects.services.audit import audit_record
 
 # last_used_at is a hint for people, not an audit trail: refresh it at most once a minute.
@@ -63,6 +65,7 @@ def user_create(*, email: str, password: str | None = None, is_staff: bool = Fal
 
 
 def _clean_project_fields(name: str, framework: str | None, language: str | None) -> tuple[str, str, str]:
+    text_storable(name=name, framework=framework, language=language)
     name = (name or "").strip()
     if not name:
         raise ValidationFailed(f"name is required: pass a project name of 1-{PROJECT_NAME_MAX} characters")
@@ -109,15 +112,18 @@ def project_ensure_named(
 
 
 def project_create_named(
-    *, principal: Principal, name: str, framework: str | None = None, language: str | None = None
+    *, principal: Principal, name: str, framework: str | None = None, language: str | None = None,
+    org_id: uuid.UUID | None = None,
 ) -> tuple[Project, bool]:
-    """The agent-facing create: refused for project-scoped tokens, else idempotent in the personal org."""
-    if principal.is_project_scoped:
-        raise ForbiddenProject(
-            "this token is bound to one project and cannot create others; use a user-scoped token "
-            "or create the project in the web app"
-        )
-    return project_ensure_named(user=principal.user, name=name, framework=framework, language=language)
+    """The caller's create (MCP and REST): refused for project-scoped tokens, else idempotent by name in
+    the personal org or in `org_id`, an org the caller belongs to (another one is NOT_FOUND)."""
+    user = account_user(principal=principal, action="create projects")
+    org: Org | None = None
+    if org_id is not None:
+        org = orgs_of(user=user).filter(pk=org_id).first()
+        if org is None:
+            raise NotFound(f"org {org_id} not found")
+    return project_ensure_named(user=user, name=name, framework=framework, language=language, org=org)
 
 
 def project_ensure_default(*, user: User) -> Project:
@@ -135,6 +141,7 @@ def token_create(
     expires_at: datetime | None = None,
 ) -> tuple[ApiToken, str]:
     """Mints a token; returns the row and the raw secret, which is never stored and shown once."""
+    text_storable(label=label)
     if project is not None and not Membership.objects.filter(org=project.org_id, user=user).exists():
         raise NotFound(f"project {project.pk} not found")
     if expires_at is not None and expires_at <= timezone.now():

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
+from brain.text import text_storable
 from projects.models import ORG_NAME_MAX, SLUG_MAX, AuditAction, Invitation, Membership, Org, User
 from projects.selectors.accounts import token_digest
 from projects.services.audit import audit_record
@@ -28,6 +29,7 @@ def _require_owner(*, user: User, org: Org) -> None:
 @transaction.atomic
 def org_create(*, user: User, name: str) -> Org:
     """A team org with the caller as its only owner."""
+    text_storable(name=name)
     name = (name or "").strip()
     if not name or len(name) > ORG_NAME_MAX:
         raise ValidationFailed(f"an org name needs 1-{ORG_NAME_MAX} characters")

@@ -18,7 +18,6 @@ from django.http import HttpRequest, StreamingHttpResponse
 from django.utils import timezone
 from ninja import Router, Schema
 
-from brain.errors import ForbiddenProject
 from brain.logs import log_op
 from knowledge.api.schemas import PeerCardOut
 from knowledge.models import KnowledgeItem
@@ -28,6 +27,7 @@ from projects.api.errors import ErrorEnvelope
 from projects.api.schemas import ProjectOut, TokenOut
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible, tokens_of
+from projects.selectors.addressed import account_user
 from sessions.api.schemas import EventOut, ExportKnowledgeOut, ExportOut, ExportUser, SessionDetailOut, SessionOut
 from sessions.models import Session, SessionEvent
 from sessions.selectors.owned import sessions_owned
@@ -99,8 +99,7 @@ def export(request: HttpRequest) -> StreamingHttpResponse:
     """Projects you can see, your tokens (metadata, never secrets), peer card, knowledge (deleted and superseded
     rows too) and sessions with their events. Needs a user-scoped token or the browser session."""
     principal = principal_of(request)
-    if principal.is_project_scoped:
-        raise ForbiddenProject("a project-scoped token cannot export the whole account; use a user-scoped token")
+    account_user(principal=principal, action="export the whole account")
     log_op(logger, "api.export", user=str(principal.user.pk)[:8])
     response = StreamingHttpResponse(export_document(principal), content_type="application/json")
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")

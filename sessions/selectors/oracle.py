@@ -14,6 +14,7 @@ from typing import Literal
 
 from brain.errors import ValidationFailed
 from brain.logs import log_op
+from brain.text import text_storable
 from knowledge.llm import HEURISTIC, LlmUnavailable, complete, configured_model
 from knowledge.selectors.search import knowledge_search
 from projects.scope import Principal
@@ -93,6 +94,7 @@ def _extractive(cites: list[Citation]) -> str:
 
 def oracle_ask(*, principal: Principal, question: str, project_id: str | None = None) -> OracleAnswer:
     """Answer, citations and groundedness; a failing model falls back to the extractive answer."""
+    text_storable(question=question, projectId=project_id)
     if len(question.strip()) < 3 or len(question) > 2000:
         raise ValidationFailed("question must be 3-2000 characters")
     if project_id is not None:  # an explicit project the token cannot use is refused, as for every tool

@@ -11,6 +11,7 @@ from typing import Any
 from django.utils import timezone
 
 from brain.errors import ValidationFailed
+from brain.text import text_storable
 from knowledge.scoring import Context, Weights, rescore_candidates
 from knowledge.search import MAX_COSINE_DISTANCE, Fusion, Mode, Scope, hybrid_candidates
 from knowledge.selectors.search import fusion_from_settings
@@ -82,6 +83,7 @@ def session_search(
     explain: bool = False, fusion: Fusion | None = None,
 ) -> SessionSearchResult:
     """The caller's sessions ranked by their best-matching events (and prompts), with the matching events."""
+    text_storable(query=query)
     scope = session_event_scope(principal=principal, project_id=project_id, since=since, until=until)
     found = hybrid_candidates(
         table=EVENT_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,
@@ -150,6 +152,7 @@ def sessions_find(
     limit: int = 10,
 ) -> SessionsFound:
     """Matching sessions, best first, each with its score and matching events."""
+    text_storable(query=query)
     if not query.strip():
         raise ValidationFailed("query must not be empty: describe what you worked on")
     if since and until and since >= until:

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain.errors import ValidationFailed
+from brain.text import text_storable
 from knowledge.services.create import embed_or_none
 from projects.models import Project, User
 from projects.scope import Principal
@@ -31,6 +32,7 @@ class EventDraft:
 
 
 def _validate(draft: EventDraft) -> None:
+    text_storable(eventType=draft.event_type, content=draft.content, payload=draft.payload)
     if not draft.event_type or len(draft.event_type) > EVENT_TYPE_MAX:
         raise ValidationFailed(f"event_type must be 1-{EVENT_TYPE_MAX} characters; got {draft.event_type!r}")
 
@@ -41,6 +43,7 @@ def session_start(
 ) -> Session:
     """Opens a session in `project` (resolved and authorised by the caller); the prompt becomes a
     searchable `prompt` event so session search finds the task by what was asked."""
+    text_storable(clientType=client_type, prompt=prompt, framework=framework)
     session = Session.objects.create(
         user=user, project=project, client_type=client_type, prompt=prompt, framework=framework,
         started_at=started_at or timezone.now(),
@@ -101,6 +104,7 @@ def session_event_record(
     *, principal: Principal, session_id: str, event_type: str, payload: dict[str, Any] | None = None,
 ) -> SessionEvent:
     """Appends one validated event to the caller's open session (closed or foreign sessions are refused)."""
+    text_storable(sessionId=session_id, eventType=event_type, payload=payload)
     if event_type not in EVENT_TYPES:
         raise ValidationFailed(f"eventType must be one of {', '.join(EVENT_TYPES)}; got {event_type[:40]!r}")
     payload = payload or {}

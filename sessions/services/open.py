@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Case, IntegerField, Value, When
 
 from brain.logs import log_op
+from brain.text import text_storable
 from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import KnowledgeItem, KnowledgeType
 from knowledge.selectors.search import KnowledgeHit, KnowledgeSearchResult, injection_budget, knowledge_search
@@ -104,6 +105,8 @@ def session_open(
     project_id: str | None = None, project_name: str | None = None,
 ) -> SessionOpened:
     """Opens a session in the resolved project; with a prompt, injects the best knowledge in the same call."""
+    text_storable(clientType=client_type, prompt=prompt, framework=framework, language=language,
+                  projectId=project_id, projectName=project_name)
     resolved = project_resolve(principal=principal, project_id=project_id, project_name=project_name,
                                framework=framework or None, language=language or None)
     session = session_start(user=principal.user, project=resolved.project, client_type=client_type[:CLIENT_TYPE_MAX],

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from brain.errors import Conflict, ValidationFailed
 from brain.logs import log_op
+from brain.text import text_storable
 from knowledge.models import KnowledgeItem, KnowledgeType
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible
@@ -89,6 +90,9 @@ def _uuids(values: Sequence[str]) -> list[uuid.UUID]:
 
 
 def _check(report: OutcomeReport) -> None:
+    text_storable(userFeedback=report.user_feedback, errors=list(report.errors), summary=report.summary,
+                  learnings=list(report.learnings), knowledgeUsed=list(report.knowledge_used),
+                  resolvedActionItemIds=list(report.resolved_action_item_ids))
     if report.user_feedback not in (None, "", "up", "down"):
         raise ValidationFailed("userFeedback must be 'up', 'down' or omitted")
     if report.build_attempts < 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from brain.errors import ValidationFailed
+from brain.text import text_storable
 from projects.scope import Principal
 from projects.selectors.addressed import project_addressed
 from sessions.selectors.owned import session_owned
@@ -19,6 +20,7 @@ def knowledge_retrieve(
 ) -> Retrieved:
     """Ranked items (with scores and why) plus the injection text within the budget; with a session id the
     search runs in that session's project and the injected rows are recorded on it."""
+    text_storable(prompt=prompt, sessionId=session_id, projectId=project_id, framework=framework, language=language)
     if not prompt.strip():
         raise ValidationFailed("prompt must not be empty: pass the task you are about to work on")
     if not 1 <= limit <= MAX_LIMIT:

@@ -40,6 +40,11 @@ def test_project_scoped_token(db_env, tenant_a) -> None:
         (("token", "create", "--email", "alice@a.example", "--project", "Bravo App"), "has no project named"),
         (("user", "create", "--email", "not-an-email"), "not a valid e-mail"),
         (("user", "create", "--email", "alice@a.example"), "already exists"),
+        # argv that is not valid UTF-8 arrives as lone surrogates: the core's text rule, not a traceback
+        (("token", "create", "--email", "alice@a.example", "--name", "lap\udcfftop"), "label must be valid Unicode"),
+        (("token", "create", "--email", "alice@a.example", "--project", "Alpha\udcff"), "project must be valid"),
+        (("token", "create", "--email", "alice\udcff@a.example"), "email must be valid Unicode"),
+        (("token", "revoke", "--email", "alice@a.example", "--prefix", "ebt_\udcff"), "prefix must be valid"),
     ],
 )
 def test_bad_input_is_one_line_nonzero_and_changes_nothing(db_env, tenant_a, tenant_b, args, message) -> None:

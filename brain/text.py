@@ -1,0 +1,58 @@
+"""The one rule for text that reaches PostgreSQL: no NUL characters and no unpaired UTF-16 surrogates.
+
+PostgreSQL `text` and `jsonb` cannot hold U+0000, and psycopg cannot encode a lone surrogate (`\\ud800`,
+which JSON allows and Python keeps) as UTF-8. Either one used to surface as a database error, i.e. a 500,
+after part of a request may already have been written. Services and selectors call `text_storable` on
+every text they store or send to SQL, before their first write, so every interface (MCP, REST,
+dashboard, CLI, jobs) refuses the same input with the same VALIDATION error naming the field.
+
+    text_storable(rule=rule, trigger=trigger, tags=tags)   # raises ValidationFailed, or returns None
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from brain.errors import ValidationFailed
+
+NUL = "\x00"
+
+
+def _problem(text: str) -> str | None:
+    if NUL in text:
+        return "must not contain NUL (\\u0000) characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode: it holds an unpaired surrogate (\\ud800-\\udfff)"
+    return None
+
+
+def text_problem(value: Any, path: str) -> tuple[str, str] | None:
+    """The first (where, problem) in `value`, walking dicts (keys and values), lists and tuples; None if
+    every string in it is storable. Other values (numbers, dates, None) are never a problem here."""
+    if isinstance(value, str):
+        problem = _problem(value)
+        return (path, problem) if problem else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and (problem := _problem(key)):
+                return f"a key of {path}", problem
+            if found := text_problem(item, f"{path}.{key}"):
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            if found := text_problem(item, f"{path}[{index}]"):
+                return found
+    return None
+
+
+def text_storable(**fields: Any) -> None:
+    """Raises ValidationFailed naming the first field (a dotted path inside nested values) whose text
+    PostgreSQL cannot store; `details.field` carries the same path."""
+    for name, value in fields.items():
+        found = text_problem(value, name)
+        if found is not None:
+            where, problem = found
+            raise ValidationFailed(f"{where} {problem}", details={"field": where})
