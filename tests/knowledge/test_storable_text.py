@@ -78,8 +78,8 @@ def test_rest_writes_refuse_unstorable_text(tenant_a: Tenant, tenant_b: Tenant, 
     assert _rows() == before
     row.refresh_from_db()
     assert (row.content, row.rationale, row.superseded_by_id) == ("Indent with tabs", "", None)
-    assert peer_card_of(principal=tenant_a.principal)["facts"] == {}
-    assert peer_card_of(principal=tenant_b.principal)["facts"] == {"editor": "emacs"}
+    assert peer_card_of(principal=tenant_a.principal).facts == {}
+    assert peer_card_of(principal=tenant_b.principal).facts == {"editor": "emacs"}
 
 
 @pytest.mark.parametrize("char", [NUL, SURROGATE], ids=["nul", "surrogate"])
