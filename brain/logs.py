@@ -56,3 +56,8 @@ def log_failure(logger: logging.Logger, op: str, exc: BaseException, **fields: A
     ref = secrets.token_hex(4)
     log_op(logger, op, level=logging.ERROR, exc_info=exc, ref=ref, error=type(exc).__name__, **fields)
     return ref
+
+
+def failure_message(ref: str) -> str:
+    """What a caller is told about an unexpected failure: nothing of the exception, only the ref to quote."""
+    return f"Internal error (ref {ref}): the server failed; quote this ref to its operator, who finds it in the log"

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from brain.errors import BrainError
-from brain.logs import log_failure, log_op
+from brain.logs import failure_message, log_failure, log_op
 from mcpgw import protocol as p
 from mcpgw.models import McpSession
 from mcpgw.registry import REGISTRY, Tool
@@ -36,8 +36,7 @@ def internal_error(exc: BaseException, **fields: Any) -> p.RpcError:
     """Logs an unexpected exception (traceback, fresh correlation id) and returns the -32603 answer that
     names the same id, so a user's report leads to the log line. Nothing of the exception reaches the client."""
     ref = log_failure(logger, "mcp.internal_error", exc, **fields)
-    return p.RpcError(p.INTERNAL_ERROR, f"Internal error (ref {ref}): the server failed; quote this ref to its "
-                      "operator, who finds the error in the server log", status=500, data={"ref": ref})
+    return p.RpcError(p.INTERNAL_ERROR, failure_message(ref), status=500, data={"ref": ref})
 
 
 def _params(params: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from brain.errors import BrainError
-from brain.logs import log_failure
+from brain.logs import failure_message, log_failure
 
 logger = logging.getLogger("brain.api")
 
@@ -77,14 +77,5 @@ def install_error_handlers(api: NinjaAPI) -> None:
 
     @api.exception_handler(Exception)
     def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
-        ref = internal_ref(request, exc)
-        return error_response(api, request, 500, "INTERNAL", internal_message(ref), {"ref": ref})
-
-
-def internal_ref(request: HttpRequest, exc: BaseException) -> str:
-    """Logs an unexpected failure of an API request (traceback included) and returns its correlation id."""
-    return log_failure(logger, "api.internal_error", exc, method=request.method, path=request.path)
-
-
-def internal_message(ref: str) -> str:
-    return f"internal error (ref {ref}): the server failed; quote this ref to its operator, who finds it in the log"
+        ref = log_failure(logger, "api.internal_error", exc, method=request.method, path=request.path)
+        return error_response(api, request, 500, "INTERNAL", failure_message(ref), {"ref": ref})

@@ -32,7 +32,8 @@ class EventDraft:
 
 
 def _validate(draft: EventDraft) -> None:
-    text_storable(eventType=draft.event_type, content=draft.content, payload=draft.payload)
+    # The payload first: an event's content is derived from it, and the caller should hear which field it sent.
+    text_storable(eventType=draft.event_type, payload=draft.payload, content=draft.content)
     if not draft.event_type or len(draft.event_type) > EVENT_TYPE_MAX:
         raise ValidationFailed(f"event_type must be 1-{EVENT_TYPE_MAX} characters; got {draft.event_type!r}")
 
@@ -104,7 +105,7 @@ def session_event_record(
     *, principal: Principal, session_id: str, event_type: str, payload: dict[str, Any] | None = None,
 ) -> SessionEvent:
     """Appends one validated event to the caller's open session (closed or foreign sessions are refused)."""
-    text_storable(sessionId=session_id, eventType=event_type, payload=payload)
+    text_storable(sessionId=session_id, eventType=event_type)  # the payload is checked with the event it becomes
     if event_type not in EVENT_TYPES:
         raise ValidationFailed(f"eventType must be one of {', '.join(EVENT_TYPES)}; got {event_type[:40]!r}")
     payload = payload or {}
