@@ -8,7 +8,6 @@ from pathlib import Path
 from brain.config import email_config, env, env_override, runtime_config, secret_key_for
 from brain.embedded_db import DATABASE_NAME, SUPERUSER, server_for
 
-BASE_DIR = Path(__file__).resolve().parent.parent
 RUNTIME = runtime_config()
 DATA_DIR = RUNTIME.data_dir
 
@@ -53,7 +52,7 @@ ASGI_APPLICATION = "brain.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [Path(__file__).resolve().parent / "templates"],  # inside the package, so the wheel carries it
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

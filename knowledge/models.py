@@ -30,6 +30,8 @@ TAG_MAX = 120  # characters per tag
 SOURCE_MAX = 40
 PROPOSAL_TARGET_KEY_MAX = 200
 DECISION_REASON_MAX = 2000  # why a proposal was rejected
+FILE_GLOBS_MAX = 50  # path globs per row
+FILE_GLOB_MAX = 300  # characters per glob
 
 
 class KnowledgeType(models.TextChoices):
@@ -89,6 +91,10 @@ class KnowledgeItem(TimestampedModel):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
     )
     deleted_at = models.DateTimeField(null=True, blank=True)
+    # Where the item applies by path (globs such as `src/**/*.tsx`, e.g. a rule file's `globs:`); empty = any path.
+    file_globs = ArrayField(models.CharField(max_length=FILE_GLOB_MAX), default=list, db_default=[], blank=True)
+    # Injected whatever the task fits (a rule file's `alwaysApply: true`), still inside the project's scope.
+    always_apply = models.BooleanField(default=False, db_default=False)
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=120, blank=True)
     search_vector = models.GeneratedField(
