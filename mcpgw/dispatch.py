@@ -54,9 +54,15 @@ def tools_list(call: Call, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _error_result(code: str, message: str) -> dict[str, Any]:
+    # Text only: structuredContent must fit the tool's outputSchema, which describes success, so an error
+    # result carrying it fails schema-checking clients (the Inspector) and hides the message.
     payload = {"error": {"code": code, "message": message}}
-    return {"content": [{"type": "text", "text": json.dumps(payload)}], "structuredContent": payload,
-            "isError": True}
+    return {"content": [{"type": "text", "text": json.dumps(payload)}], "isError": True}
+
+
+def error_of(result: dict[str, Any]) -> dict[str, str]:
+    """The {code, message} of an error result (its text content)."""
+    return dict(json.loads(result["content"][0]["text"])["error"])
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:
@@ -96,7 +102,7 @@ def tools_call(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     if call.session is not None:
         mcp_session_seen(session=call.session, tool_call=True)
     log_op(logger, "mcp.tool", tool=name, durMs=round((time.perf_counter() - started) * 1000, 1),
-           outcome=outcome, code=result["structuredContent"]["error"]["code"] if result["isError"] else None,
+           outcome=outcome, code=error_of(result)["code"] if result["isError"] else None,
            sessionPrefix=call.session.prefix if call.session else None)
     return result
 

@@ -5,9 +5,9 @@ snake_case here, camelCase on the wire (the registry's ToolModel aliases every f
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from knowledge.injection import Injection
 from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAGS_MAX, TRIGGER_MAX, KnowledgeItem
@@ -17,6 +17,7 @@ from knowledge.selectors.search import KnowledgeHit
 from mcpgw.registry import ToolModel
 from projects.models import PROJECT_NAME_MAX, STACK_NAME_MAX
 from sessions.models import CLIENT_TYPE_MAX, EVENT_TYPE_MAX
+from sessions.outcome_rules import LEARNING_LIMITS, LEARNING_SOURCES, LEARNING_TYPES
 from sessions.selectors.oracle import OracleAnswer
 from sessions.selectors.search import SessionsFound
 from sessions.services.open import Retrieved, SessionOpened
@@ -131,6 +132,24 @@ class RetrieveOut(_Out):
         return cls(bundle=bundle, injection=injection.text)
 
 
+# The shape of one close-capture learning, for the published schema only: items are judged one by one at close
+# (sessions.outcome_rules), so a bad item is dropped with a reason instead of failing the call.
+class LearningIn(BaseModel):
+    """One durable rule distilled from the session."""
+
+    model_config = ConfigDict(title="Learning")
+    trigger: str = Field(min_length=3, max_length=LEARNING_LIMITS["trigger"], description="when the rule applies")
+    rule: str = Field(min_length=3, max_length=LEARNING_LIMITS["rule"], description="what to do")
+    rationale: str = Field("", max_length=LEARNING_LIMITS["rationale"], description="why")
+    type: Literal[LEARNING_TYPES] = "heuristic"  # type: ignore[valid-type]
+    source: Literal[LEARNING_SOURCES] = "discovery"  # type: ignore[valid-type]
+    confidence: float = Field(0.8, ge=0.0, le=1.0)
+
+
+# Lenient at runtime (list[Any]), described in full on the wire: clients see what a learning looks like.
+Learnings = Annotated[list[Any], WithJsonSchema({"type": "array", "items": LearningIn.model_json_schema()})]
+
+
 class ReportIn(_In):
     session_id: str = Field(min_length=1, max_length=ID_MAX)
     success: bool
@@ -141,8 +160,8 @@ class ReportIn(_In):
     files_modified: int = Field(0, ge=0)
     files_rejected: int = Field(0, ge=0)
     knowledge_used: list[str] = Field(default_factory=list, max_length=100)
-    learnings: list[Any] = Field(default_factory=list, description="0-5 {trigger, rule, rationale, type, source, "
-                                 "confidence}; invalid items are dropped, never failing the close")
+    learnings: Learnings = Field(default_factory=list, description="0-5 learnings; an invalid item is dropped "
+                                 "with a reason (see learnings.dropped), never failing the close")
     resolved_action_item_ids: list[str] = Field(default_factory=list, max_length=50)
     summary: str = Field("", max_length=4000)
 
