@@ -28,6 +28,13 @@ PROMPT_MAX = 8000
 OMIT_WHEN_NONE = {"relevantKnowledge", "openActionItems", "hint"}
 
 
+def _client_request_id() -> Any:
+    """The idempotency key of a creating tool (mcpgw/idempotent.py)."""
+    return Field(None, min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$", description=(
+        "optional idempotency key (e.g. a UUID): a retry with the same key returns the first result and "
+        "stores nothing new; keys live 24 h"))
+
+
 class _In(ToolModel):
     model_config = ConfigDict(str_strip_whitespace=True)
 
@@ -46,6 +53,7 @@ class StartSessionIn(_In):
     language: str = Field("", max_length=STACK_NAME_MAX)
     project_id: str | None = Field(None, max_length=ID_MAX)
     project_name: str | None = Field(None, min_length=1, max_length=PROJECT_NAME_MAX, description="found or created")
+    client_request_id: str | None = _client_request_id()
 
 
 class InjectionOut(_Out):
@@ -217,6 +225,7 @@ class TeachIn(_In):
     framework: str = Field("", max_length=STACK_NAME_MAX)
     language: str = Field("", max_length=STACK_NAME_MAX)
     supersedes_knowledge_id: str | None = Field(None, max_length=ID_MAX)
+    client_request_id: str | None = _client_request_id()
 
 
 class TeachOut(_Out):
@@ -282,6 +291,7 @@ class LogEventIn(_In):
     session_id: str = Field(min_length=1, max_length=ID_MAX)
     event_type: str = Field(min_length=1, max_length=EVENT_TYPE_MAX)
     payload: dict[str, Any] = Field(default_factory=dict)
+    client_request_id: str | None = _client_request_id()
 
 
 class LogEventOut(_Out):
