@@ -62,9 +62,11 @@ def _setup_token(env: dict[str, str]) -> str:
             raise SystemExit(f"brain {' '.join(args)} failed: {done.stderr.strip()[-500:]}")
         return done.stdout.strip()
 
-    brain("user", "create", "--email", "cluster@bench.invalid")
-    brain("user", "create", "--email", "other-tenant@bench.invalid")  # the tenant that must see nothing
-    return brain("token", "create", "--email", "cluster@bench.invalid", "--name", "cluster-bench").splitlines()[-1]
+    # One Django start instead of three CLI runs; the second user is the tenant that must see nothing.
+    return brain("manage", "shell", "-c", "from projects.services.accounts import token_create, user_create; "
+                 "user_create(email='other-tenant@bench.invalid'); "
+                 "print(token_create(user=user_create(email='cluster@bench.invalid'), label='cluster-bench')[1])"
+                 ).splitlines()[-1]
 
 
 def _schedule(duration: float, redis_down: float) -> list[tuple[str, float]]:
@@ -109,7 +111,7 @@ def _drive(topo: Topology, token: str, args: argparse.Namespace, say: Any) -> tu
                                                                                      float]:
     ledger = Ledger()
     faults: list[Fault] = []
-    probes: list[tuple[float, bool]] = []
+    probes: list[tuple[float, bool, str]] = []
     duration = args.minutes * 60
     if args.faults:
         duration = max(duration, 0.55 * duration + args.redis_down_s + 15)
@@ -182,22 +184,22 @@ def _fault_of(at: float, faults: list[Fault]) -> str:
     return "no fault"
 
 
-def _recovery(faults: list[Fault], probes: list[tuple[float, bool]]) -> dict[str, float]:
+def _recovery(faults: list[Fault], probes: list[tuple[float, bool, str]]) -> dict[str, float]:
     """Per fault: seconds from its start to the first good probe after the last failed one (0 if none failed)."""
     out: dict[str, float] = {}
     for n, fault in enumerate(faults):
         end = min(fault.until + SETTLE_S, faults[n + 1].at if n + 1 < len(faults) else fault.until + SETTLE_S)
-        window = [(at, ok) for at, ok in probes if fault.at <= at < end]
+        window = [(at, ok) for at, ok, _ in probes if fault.at <= at < end]
         failed = [at for at, ok in window if not ok]
         if not failed:
             out[fault.name] = 0.0
             continue
-        back = next((at for at, ok in probes if ok and at > failed[-1]), failed[-1])
+        back = next((at for at, ok, _ in probes if ok and at > failed[-1]), failed[-1])
         out[fault.name] = round(back - fault.at, 2)
     return out
 
 
-def summarise(ledger: Ledger, faults: list[Fault], probes: list[tuple[float, bool]], wall: float,
+def summarise(ledger: Ledger, faults: list[Fault], probes: list[tuple[float, bool, str]], wall: float,
               checked: dict[str, Any], jobs: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
     tools: dict[str, list[float]] = {}
     replicas: dict[str, int] = {}
@@ -208,13 +210,14 @@ def summarise(ledger: Ledger, faults: list[Fault], probes: list[tuple[float, boo
             tools.setdefault(call.tool, []).append(call.ms)
             replicas[call.replica or "?"] = replicas.get(call.replica or "?", 0) + 1
         else:
-            where = _fault_of(call.at, faults)
+            where = _fault_of(call.at + call.ms / 1000, faults)  # when it failed, not when it was sent
             errors[where] = errors.get(where, 0) + 1
-            samples.setdefault(where, f"{call.tool}: {call.error}")
+            samples.setdefault(where, f"{call.tool} at {call.at} s: {call.error}")
     redis = next((f for f in faults if f.name == "stop redis"), None)
     closes = [c for c in ledger.calls if c.tool == "brain_report_session_outcome" and redis
               and redis.at <= c.at <= redis.until]
     recovery = _recovery(faults, probes)
+    probe_failures = [{"at_s": at, "why": why, "fault": _fault_of(at, faults)} for at, ok, why in probes if not ok]
     lost = sum(checked["lost"].values())
     duplicated = sum(checked["duplicated"].values())
     return {
@@ -228,6 +231,7 @@ def summarise(ledger: Ledger, faults: list[Fault], probes: list[tuple[float, boo
         "other_tenant_sessions": checked["other_tenant_sessions"],
         "errors_by_fault": errors, "error_samples": samples, "recovery_by_fault_s": recovery,
         "faults": [{"name": f.name, "at_s": f.at, "back_s": f.until} for f in faults],
+        "probe_failures": probe_failures[:50],
         "closes_while_redis_down": {"calls": len(closes), "failed": sum(1 for c in closes if not c.ok)},
         "jobs": jobs, "jobs_not_run": sum(n for s, n in jobs.items() if s not in ("done", "failed")),
         "calls": len(ledger.calls), "calls_per_s": round(sum(1 for c in ledger.calls if c.ok) / wall, 1),
@@ -271,13 +275,15 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     def say(message: str) -> None:
-        print(f"brain bench cluster: {message}", file=sys.stderr, flush=True)
+        print(f"brain bench cluster: [{time.monotonic() - begun:6.1f} s] {message}", file=sys.stderr, flush=True)
 
+    begun = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="brain-cluster-"))
     topo = Topology(root, args.web, args.workers, args.web_threads, os.environ.get("DATABASE_URL") or None)
     try:
         say(f"starting the topology in {root} ...")
         topo.start()
+        say("topology ready; creating the bench user and token")
         token = _setup_token(topo.env)
         say(f"serving at {topo.url}; {args.agents} agents for {args.minutes} min")
         ledger, faults, probes, wall = _drive(topo, token, args, say)

@@ -178,7 +178,7 @@ class Agent:
         return bool(last and last.error == "HTTP 404")
 
 
-def probe(base: str, token: str, until: float, started: float, out: list[tuple[float, bool]]) -> None:
+def probe(base: str, token: str, until: float, started: float, out: list[tuple[float, bool, str]]) -> None:
     """A cheap stateless read every 0.25 s through the balancer: the service is up when it answers."""
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
                p.VERSION_HEADER: MODERN, p.METHOD_HEADER: "tools/call", p.NAME_HEADER: "brain_list_projects"}
@@ -189,10 +189,12 @@ def probe(base: str, token: str, until: float, started: float, out: list[tuple[f
     with httpx.Client(base_url=base, timeout=5.0, headers=headers) as http:
         while time.monotonic() < until:
             at = time.monotonic() - started
+            why = ""
             try:
                 response = http.post("/mcp", json=body)
                 ok = response.status_code == 200 and not response.json().get("result", {}).get("isError", True)
-            except (httpx.HTTPError, ValueError):
-                ok = False
-            out.append((round(at, 2), ok))
+                why = "" if ok else f"HTTP {response.status_code}"
+            except (httpx.HTTPError, ValueError) as exc:
+                ok, why = False, type(exc).__name__
+            out.append((round(at, 2), ok, why))
             time.sleep(0.25)
