@@ -29,11 +29,18 @@ node_modules/.installed: package.json package-lock.json
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
+# Debian's HAProxy for the cluster test (`brain bench cluster` puts it in front of the web replicas) and
+# Podman, which podman-compose needs to read deploy/docker-compose.yml (tests/brain/test_deploy_parsers.py).
+.PHONY: cluster-tools
+cluster-tools:
+	@{ command -v haproxy && command -v podman; } >/dev/null 2>&1 || { apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends haproxy podman >/dev/null; }
+
 run: $(VENV)/.run-installed
 	$(BIN)/brain serve
 
 # Tests use their own data dir so they never touch the one `make run` serves.
-test: $(VENV)/.dev-installed node_modules/.installed chromium
+test: $(VENV)/.dev-installed node_modules/.installed chromium cluster-tools
 	$(BIN)/ruff check .
 	$(BIN)/mypy .
 	BRAIN_DATA_DIR=$${BRAIN_TEST_DATA_DIR:-$(CURDIR)/.brain-data/test} $(BIN)/pytest

@@ -7,13 +7,16 @@ import os
 from celery import Celery
 from celery.schedules import crontab
 
+from brain.config import env
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
 
 app = Celery("brain")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.beat_schedule = {
     # Background intelligence (docs/jobs.md). Nightly jobs fan out one task per scope with a fixed as_of.
-    "jobs-requeue": {"task": "sessions.tasks.session_jobs_requeue", "schedule": 60.0},
+    "jobs-requeue": {"task": "sessions.tasks.session_jobs_requeue",
+                     "schedule": env.float("BRAIN_JOBS_REQUEUE_EVERY_S", default=60.0)},
     "knowledge-decay": {"task": "knowledge.tasks.nightly_decay", "schedule": crontab(hour=2, minute=0)},
     "knowledge-evolution": {"task": "knowledge.tasks.nightly_evolution", "schedule": crontab(hour=2, minute=30)},
     "cross-session-extract": {"task": "sessions.tasks.cross_session_daily", "schedule": crontab(hour=3, minute=0)},

@@ -47,6 +47,7 @@ COMMANDS: list[Command] = [
     Command(("bench", "retrieval-scale"), "brain.bench.scale"),
     Command(("bench", "dashboard"), "brain.bench.dashboard"),
     Command(("bench", "mcp"), "brain.bench.mcp_load", needs_db=False),
+    Command(("bench", "cluster"), "brain.bench.cluster", needs_db=False),
 ]
 
 

@@ -79,6 +79,12 @@ def _databases() -> dict[str, dict[str, object]]:
     db["ENGINE"] = "django.db.backends.postgresql"
     db["CONN_MAX_AGE"] = env.int("BRAIN_DB_CONN_MAX_AGE", default=60)
     db["CONN_HEALTH_CHECKS"] = True
+    # Web replicas set it (brain/gunicorn_conf.py): a stuck query fails the request instead of holding a worker.
+    statement_timeout_ms = env.int("BRAIN_DB_STATEMENT_TIMEOUT_MS", default=0)
+    if statement_timeout_ms > 0:
+        options = dict(db.get("OPTIONS") or {})  # type: ignore[call-overload]
+        options["options"] = f"-c statement_timeout={statement_timeout_ms}"
+        db["OPTIONS"] = options
     return {"default": db}
 
 

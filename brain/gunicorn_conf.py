@@ -1,0 +1,20 @@
+"""gunicorn settings shared by every web replica (`brain bench cluster`, the Dockerfile, compose, Kubernetes).
+
+Use with `gunicorn brain.wsgi:application -c python:brain.gunicorn_conf`; command-line flags override these.
+"""
+
+import os
+
+worker_class = "gthread"
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+threads = 8
+# On SIGTERM a replica stops accepting, finishes the requests in flight for up to this long, then exits:
+# keep it below the orchestrator's kill delay (Kubernetes terminationGracePeriodSeconds 30, compose stop 10 s
+# raised to 30 s in deploy/docker-compose.yml).
+graceful_timeout = 25
+timeout = 60
+# Longer than the balancer's idle timeout would be wasted; shorter and clients race closed connections.
+keepalive = 5
+accesslog = "-"
+# A web request never holds the database longer than this (migrations, benches and jobs are not web requests).
+os.environ.setdefault("BRAIN_DB_STATEMENT_TIMEOUT_MS", "30000")
