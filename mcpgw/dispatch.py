@@ -15,6 +15,7 @@ from brain.errors import BrainError
 from brain.logs import failure_message, log_failure, log_op
 from mcpgw import protocol as p
 from mcpgw.models import McpSession
+from mcpgw.profile import active_registry
 from mcpgw.registry import REGISTRY, Tool
 from mcpgw.services import mcp_session_seen
 from projects.scope import Principal
@@ -50,7 +51,7 @@ def _params(params: Any) -> dict[str, Any]:
 def tools_list(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     log_op(logger, "mcp.tools.list", sessionPrefix=call.session.prefix if call.session else None,
            version=call.version)
-    return {"tools": [t.definition() for t in REGISTRY.tools()]}
+    return {"tools": [t.definition() for t in active_registry().tools()]}
 
 
 def _error_result(code: str, message: str) -> dict[str, Any]:
@@ -93,7 +94,7 @@ def tools_call(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     name = params.get("name")
     if not isinstance(name, str) or not name:
         raise p.RpcError(p.INVALID_PARAMS, "tools/call needs params.name, the tool to call")
-    tool = REGISTRY.tool(name)
+    tool = active_registry().tool(name)
     if tool is None:
         raise p.RpcError(p.INVALID_PARAMS, f"Unknown tool: {name}. Call tools/list for the available tools.",
                          data={"name": name})
