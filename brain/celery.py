@@ -22,5 +22,6 @@ app.conf.beat_schedule = {
     "cross-session-extract": {"task": "sessions.tasks.cross_session_daily", "schedule": crontab(hour=3, minute=0)},
     "mcp-sweep-idle-sessions": {"task": "mcpgw.sweep_idle_sessions", "schedule": 300.0},
     "purge-expired": {"task": "projects.purge_expired", "schedule": 3600.0},
+    "embed-pending-events": {"task": "sessions.tasks.embed_pending_events", "schedule": 60.0},
 }
 app.autodiscover_tasks()

@@ -13,6 +13,8 @@ from brain.logs import log_op
 from mcpgw import protocol as p
 from mcpgw.models import McpSession
 from mcpgw.selectors import mcp_session_live
+from mcpgw.services import mcp_session_seen
+from mcpgw.session_call import session_tool_call
 from projects.models import ApiToken
 from projects.selectors.accounts import token_for_raw
 from projects.services.accounts import token_touch
@@ -38,21 +40,31 @@ def origin_allowed(request: HttpRequest) -> bool:
     return host is not None and host.lower() in LOOPBACK
 
 
-def bearer_token(request: HttpRequest) -> ApiToken:
-    """The usable token of this request, or RpcError 401 (missing, unknown, revoked, expired)."""
+def bearer_raw(request: HttpRequest) -> str:
+    """The raw bearer value of this request (not yet checked against the database), or RpcError 401."""
     header = request.headers.get("Authorization", "")
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         log_op(logger, "mcp.unauth", reason="missing", method=request.method)
         raise p.RpcError(p.SESSION_ERROR, "Unauthorized: send Authorization: Bearer <token> "
                          "(mint one with `brain token create` or in Settings > Tokens)", status=401)
-    token = token_for_raw(raw=raw.strip())
+    return raw.strip()
+
+
+def usable_token(request: HttpRequest, raw: str) -> ApiToken:
+    """The usable token for a raw bearer value, or RpcError 401 (unknown, revoked, expired)."""
+    token = token_for_raw(raw=raw)
     if token is None:
         log_op(logger, "mcp.unauth", reason="invalid", method=request.method)
         raise p.RpcError(p.SESSION_ERROR, "Unauthorized: this token is unknown, revoked or expired; "
                          "mint a new one", status=401)
     token_touch(token=token)
     return token
+
+
+def bearer_token(request: HttpRequest) -> ApiToken:
+    """The usable token of this request, or RpcError 401 (missing, unknown, revoked, expired)."""
+    return usable_token(request, bearer_raw(request))
 
 
 def bound_session(request: HttpRequest, token: ApiToken) -> McpSession:
@@ -69,3 +81,16 @@ def bound_session(request: HttpRequest, token: ApiToken) -> McpSession:
         log_op(logger, "mcp.session.token_mismatch", sessionPrefix=session.prefix)
         raise p.RpcError(p.SESSION_ERROR, "Session-token mismatch", status=401)
     return session
+
+
+def tool_call_session(request: HttpRequest, raw: str) -> tuple[ApiToken, McpSession]:
+    """Token and bound session of a tools/call, the call counted: one round trip when all is well, else the
+    step-by-step checks that give the precise error (nothing was counted then)."""
+    session = session_tool_call(raw_token=raw, session_id=request.headers.get(p.SESSION_HEADER, "").strip())
+    if session is None:
+        token = usable_token(request, raw)
+        session = bound_session(request, token)
+        mcp_session_seen(session=session, tool_call=True)  # only after a race with a close or an expiry
+        return token, session
+    token_touch(token=session.token)
+    return session.token, session

@@ -31,6 +31,7 @@ class Call:
     modern: bool
     version: str
     session: McpSession | None = None
+    counted: bool = False  # the tool call was already counted on the session (one round trip in auth)
 
 
 def internal_error(exc: BaseException, **fields: Any) -> p.RpcError:
@@ -100,7 +101,7 @@ def tools_call(call: Call, params: dict[str, Any]) -> dict[str, Any]:
                          data={"name": name})
     started = time.perf_counter()
     result, outcome = _run_tool(call, tool, params.get("arguments"))
-    if call.session is not None:
+    if call.session is not None and not call.counted:
         mcp_session_seen(session=call.session, tool_call=True)
     log_op(logger, "mcp.tool", tool=name, durMs=round((time.perf_counter() - started) * 1000, 1),
            outcome=outcome, code=error_of(result)["code"] if result["isError"] else None,

@@ -9,13 +9,19 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from brain.errors import ValidationFailed
 from mcpgw import protocol as p
-from mcpgw.auth import bound_session
+from mcpgw.auth import bound_session, tool_call_session, usable_token
 from mcpgw.dispatch import Call, dispatch
+from mcpgw.models import McpSession
 from mcpgw.services import mcp_session_open, mcp_session_seen
 from projects.models import ApiToken
 from projects.scope import Principal
 
 logger = logging.getLogger("mcpgw")
+
+
+def _version_ok(request: HttpRequest) -> bool:
+    version = request.headers.get(p.VERSION_HEADER)
+    return version is None or version.strip() in p.LEGACY_VERSIONS
 
 
 def _check_version_header(request: HttpRequest) -> None:
@@ -49,15 +55,27 @@ def _valid_id(message: dict[str, Any]) -> bool:
     return isinstance(request_id, str | int) and not isinstance(request_id, bool)
 
 
-def handle(request: HttpRequest, token: ApiToken, message: dict[str, Any]) -> HttpResponse:
-    _check_version_header(request)
+def _authenticated(request: HttpRequest, raw: str, message: dict[str, Any]) -> tuple[ApiToken, McpSession, bool]:
+    """(token, bound session, whether this call is already counted). A well-formed tools/call goes the one
+    round-trip way; anything else reads the token, then the session."""
+    if message.get("method") == "tools/call" and _valid_id(message) and _version_ok(request):
+        token, session = tool_call_session(request, raw)
+        return token, session, True
+    token = usable_token(request, raw)
+    return token, bound_session(request, token), False
+
+
+def handle(request: HttpRequest, raw: str, message: dict[str, Any]) -> HttpResponse:
     method = message.get("method")
     is_request = "id" in message
     if is_request and method == "initialize":
+        token = usable_token(request, raw)
+        _check_version_header(request)
         if not _valid_id(message):
             raise p.RpcError(p.INVALID_REQUEST, "initialize needs a string or integer id", status=400)
         return _initialize(token, message["id"], message.get("params"))
-    session = bound_session(request, token)
+    token, session, counted = _authenticated(request, raw, message)
+    _check_version_header(request)
     if not is_request or not isinstance(method, str):
         # Notifications (initialized, cancelled, ...) and replies to server requests: accepted, nothing to say.
         if not isinstance(method, str) and "result" not in message and "error" not in message:
@@ -66,9 +84,10 @@ def handle(request: HttpRequest, token: ApiToken, message: dict[str, Any]) -> Ht
         return HttpResponse(status=202)
     if not _valid_id(message):
         raise p.RpcError(p.INVALID_REQUEST, "Invalid Request: id must be a string or integer", status=400)
-    mcp_session_seen(session=session)
+    if not counted:
+        mcp_session_seen(session=session)
     call = Call(principal=Principal(user=token.user, token=token), modern=False, version=session.protocol_version,
-                session=session)
+                session=session, counted=counted)
     try:
         result = dispatch(call, method, message.get("params"))
     except p.RpcError as exc:

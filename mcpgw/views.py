@@ -12,7 +12,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from mcpgw import era_legacy, era_modern
 from mcpgw import protocol as p
-from mcpgw.auth import bearer_token, bound_session, origin_allowed
+from mcpgw.auth import bearer_raw, bearer_token, bound_session, origin_allowed, usable_token
 from mcpgw.dispatch import internal_error
 from mcpgw.services import mcp_session_close
 
@@ -62,11 +62,16 @@ def _delete(request: HttpRequest) -> HttpResponse:
 
 
 def _post(request: HttpRequest) -> HttpResponse:
-    token = bearer_token(request)
-    message = _decode(_read_body(request))
+    raw = bearer_raw(request)
+    try:
+        message = _decode(_read_body(request))
+    except p.RpcError:
+        usable_token(request, raw)  # a bad token answers 401 before a bad body is looked at
+        raise
     if era_modern.applies(request, message):
-        return era_modern.handle(request, token, message)
-    return era_legacy.handle(request, token, message)
+        return era_modern.handle(request, usable_token(request, raw), message)
+    # The handshake era authenticates itself: a tools/call reads token and session in one round trip.
+    return era_legacy.handle(request, raw, message)
 
 
 @csrf_exempt

@@ -49,6 +49,14 @@ def cross_session_daily(as_of: str | None = None) -> int:
     return cross_session_run_all(as_of=as_of)
 
 
+@shared_task(name="sessions.tasks.embed_pending_events", acks_late=True)
+def embed_pending_events() -> int:
+    """Beat, every minute: vectors for logged events whose in-process batcher never ran (crash, full queue)."""
+    from sessions.services.event_vectors import event_vectors_backfill
+
+    return event_vectors_backfill()
+
+
 def _run(task: Task, session_id: str, name: str, work: Any) -> str:
     final = task.request.retries >= (task.max_retries or 0)
     try:

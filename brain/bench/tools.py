@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import random
 import statistics
 import sys
@@ -37,6 +38,10 @@ HNSW_SQL = ("CREATE INDEX IF NOT EXISTS knowledge_embedding_hnsw ON knowledge_kn
 GIN_SQL = "CREATE INDEX IF NOT EXISTS knowledge_search_gin ON knowledge_knowledgeitem USING gin (search_vector)"
 HELP = "measure p50/p95 of brain_start_session and brain_report_session_outcome over /mcp under load"
 MCP_VERSION = "2025-11-25"
+LOGS_PER_ROUND = 3
+TOOLS = ("brain_start_session", "brain_log_event", "brain_list_projects", "brain_report_session_outcome")
+KEYS = {"brain_start_session": "start", "brain_log_event": "log", "brain_list_projects": "list",
+        "brain_report_session_outcome": "report"}
 
 
 class _PooledServer(WSGIServer):
@@ -71,12 +76,19 @@ def _restore_indexes() -> None:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--items", type=int, default=100_000, help="knowledge rows in the table")
-    parser.add_argument("--clients", type=int, default=20, help="concurrent MCP clients")
+    parser.add_argument("--clients", type=_counts, default=[1, 8], help="concurrent MCP clients, e.g. 1,8 (default)")
     parser.add_argument("--rounds", type=int, default=10, help="start+report pairs per client")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="awesome_cursorrules.jsonl")
     parser.add_argument("--rules", type=int, default=1000, help="distinct rules embedded (rows cycle through them)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--seed", type=int, default=11)
+
+
+def _counts(text: str) -> list[int]:
+    counts = [int(part) for part in text.split(",") if part.strip()]
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("client counts are positive integers, e.g. 1,8")
+    return counts
 
 
 class McpClient:
@@ -114,6 +126,10 @@ def _client_loop(base: str, raw: str, prompts: list[str], out: dict[str, list[fl
     for prompt in prompts:
         started, t_start = client.call("brain_start_session", {"clientType": "bench", "prompt": prompt})
         used = (started.get("relevantKnowledge") or {}).get("knowledgeIds", [])
+        logged = [client.call("brain_log_event", {"sessionId": started["sessionId"], "eventType": "note",
+                                                  "payload": {"text": f"step {n}: {prompt[:80]}"}})
+                  for n in range(LOGS_PER_ROUND)]
+        _, t_list = client.call("brain_list_projects", {})
         learning = {"trigger": "benchmarking the brain", "rule": f"prefer measured figures: {prompt[:60]}",
                     "rationale": "bench", "type": "heuristic"}
         _, t_report = client.call("brain_report_session_outcome", {
@@ -122,6 +138,9 @@ def _client_loop(base: str, raw: str, prompts: list[str], out: dict[str, list[fl
         with lock:
             out["start"].append(t_start)
             out["report"].append(t_report)
+            out["log"].extend(elapsed for _, elapsed in logged)
+            out["list"].append(t_list)
+            stats["events"] += len(logged)
             stats["injected"] += len(used)
             stats["starts_with_injection"] += 1 if used else 0
 
@@ -169,22 +188,22 @@ def _close_worker_connections(pool: ThreadPoolExecutor, workers: int) -> None:
         future.result()
 
 
-def _drive(args: argparse.Namespace, raw: str, rules: list[str]) -> tuple[dict[str, Any], float]:
+def _drive(args: argparse.Namespace, clients: int, raw: str, rules: list[str]) -> tuple[dict[str, Any], float]:
     from django.core.handlers.wsgi import WSGIHandler
 
     server = make_server("127.0.0.1", 0, WSGIHandler(), server_class=_PooledServer, handler_class=_QuietHandler)
-    server.pool = ThreadPoolExecutor(max_workers=args.clients, thread_name_prefix="bench-web")
+    server.pool = ThreadPoolExecutor(max_workers=clients, thread_name_prefix="bench-web")
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     pick = random.Random(args.seed)
     McpClient(base, raw).call("brain_start_session", {"prompt": rules[0][:80]})  # warm the model and caches
-    out: dict[str, list[float]] = {"start": [], "report": []}
-    stats = {"injected": 0, "starts_with_injection": 0}
+    out: dict[str, list[float]] = {"start": [], "report": [], "log": [], "list": []}
+    stats = {"injected": 0, "starts_with_injection": 0, "events": 0}
     lock = threading.Lock()
     threads = [
         threading.Thread(target=_client_loop, args=(
             base, raw, [" ".join(pick.choice(rules).split()[:12]) for _ in range(args.rounds)], out, stats, lock))
-        for _ in range(args.clients)
+        for _ in range(clients)
     ]
     start = time.perf_counter()
     for thread in threads:
@@ -193,17 +212,17 @@ def _drive(args: argparse.Namespace, raw: str, rules: list[str]) -> tuple[dict[s
         thread.join()
     wall = time.perf_counter() - start
     server.shutdown()
-    _close_worker_connections(server.pool, args.clients)
+    _close_worker_connections(server.pool, clients)
     server.pool.shutdown(wait=True)
-    result = {"brain_start_session": _summary(out["start"]), "brain_report_session_outcome": _summary(out["report"]),
-              **stats}
-    return result, wall
+    result = {name: _summary(out[KEYS[name]]) for name in TOOLS}
+    return {**result, **stats, "eventsPerSecond": round(stats["events"] / wall, 1)}, wall
 
 
 def run(args: argparse.Namespace) -> int:
     from projects.services.accounts import project_ensure_named, token_create, user_create
+    from sessions.models import SessionEvent
 
-    if not args.corpus.is_file() or args.items < 0 or args.clients < 1 or args.rounds < 1:
+    if not args.corpus.is_file() or args.items < 0 or args.rounds < 1:
         print(f"brain: need --corpus FILE (got {args.corpus}), --items >= 0, --clients and --rounds >= 1",
               file=sys.stderr)
         return 2
@@ -217,25 +236,34 @@ def run(args: argparse.Namespace) -> int:
     try:
         setup = _load_rows(user, project, rules, args.items, args.seed)
         print(f"loaded {args.items} knowledge rows {setup}", file=sys.stderr)
-        latency, wall = _drive(args, raw, rules)
+        runs: list[dict[str, Any]] = []
+        for clients in args.clients:
+            latency, wall = _drive(args, clients, raw, rules)
+            # Every acknowledged event must be in the table (vectors may still be on their way).
+            latency["eventsStored"] = SessionEvent.objects.filter(user_id=user.id, event_type="note").count() - sum(
+                r["events"] for r in runs)
+            runs.append({"clients": clients, "wall_s": round(wall, 1),
+                         "pairs_per_s": round(clients * args.rounds / wall, 1), **latency})
     finally:
         logging.disable(logging.NOTSET)
         user.delete()
         _restore_indexes()
-    pairs = args.clients * args.rounds
-    report = {"items": args.items, "clients": args.clients, "rounds": args.rounds, "setup": setup,
-              "wall_s": round(wall, 1), "pairs_per_s": round(pairs / wall, 1), **latency}
+    report = {"items": args.items, "rounds": args.rounds, "setup": setup, "load": os.getloadavg(), "runs": runs}
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = [f"{report['items']} knowledge rows, {report['clients']} concurrent MCP clients x {report['rounds']} "
-             f"rounds ({report['pairs_per_s']} start+report pairs/s, setup {report['setup']})", "",
-             f"{'tool':<32} {'n':>5} {'p50 ms':>9} {'p95 ms':>9} {'mean ms':>9}"]
-    for name in ("brain_start_session", "brain_report_session_outcome"):
-        row = report[name]
-        lines.append(f"{name:<32} {row['n']:>5} {row['p50']:>9} {row['p95']:>9} {row['mean']:>9}")
-    total = report["clients"] * report["rounds"]
-    lines.append(f"starts with injected knowledge: {report['starts_with_injection']}/{total}")
+    lines = [f"{report['items']} knowledge rows, {report['rounds']} rounds per client (start with a prompt, "
+             f"{LOGS_PER_ROUND} x log, list, report), setup {report['setup']}, load {report['load']}"]
+    for run in report["runs"]:
+        lines += ["", f"{run['clients']} concurrent MCP client(s): {run['pairs_per_s']} sessions/s, "
+                  f"{run['eventsPerSecond']} events/s",
+                  f"{'tool':<32} {'n':>5} {'p50 ms':>9} {'p95 ms':>9} {'mean ms':>9}"]
+        for name in TOOLS:
+            row = run[name]
+            lines.append(f"{name:<32} {row['n']:>5} {row['p50']:>9} {row['p95']:>9} {row['mean']:>9}")
+        total = run["clients"] * report["rounds"]
+        lines.append(f"starts with injected knowledge: {run['starts_with_injection']}/{total}; events acknowledged "
+                     f"{run['events']}, stored {run['eventsStored']}")
     return "\n".join(lines)

@@ -19,6 +19,7 @@ from projects.models import Project, User
 from projects.scope import Principal
 from sessions.models import EVENT_TYPE_MAX, Session, SessionEvent
 from sessions.selectors.owned import session_owned
+from sessions.services.event_vectors import EVENT_BATCHER, event_vectors_deferred
 
 PROMPT_EVENT = "prompt"
 
@@ -54,13 +55,18 @@ def session_start(
     return session
 
 
-def session_events_log_many(*, session: Session, drafts: Sequence[EventDraft]) -> list[SessionEvent]:
-    """Appends events in order (all validated first, all or nothing), embedding their text in one batch."""
+def session_events_log_many(
+    *, session: Session, drafts: Sequence[EventDraft], defer_vectors: bool = False
+) -> list[SessionEvent]:
+    """Appends events in order (all validated first, all or nothing), embedding their text in one batch,
+    or, with defer_vectors, after the commit in the batcher's thread (the caller does not wait)."""
     for draft in drafts:
         _validate(draft)
     texts = [d.content for d in drafts]
     indexed = [i for i, text in enumerate(texts) if text.strip()]
-    vectors, model = embed_or_none([texts[i] for i in indexed], op="session.embed_failed") if indexed else (None, "")
+    vectors, model = (None, "")
+    if indexed and not defer_vectors:
+        vectors, model = embed_or_none([texts[i] for i in indexed], op="session.embed_failed")
     by_index = dict(zip(indexed, vectors, strict=True)) if vectors else {}
     now = timezone.now()
     rows = [
@@ -72,16 +78,19 @@ def session_events_log_many(*, session: Session, drafts: Sequence[EventDraft]) -
         for i, d in enumerate(drafts)
     ]
     with transaction.atomic():
-        return SessionEvent.objects.bulk_create(rows)
+        created = SessionEvent.objects.bulk_create(rows)
+        if defer_vectors:
+            EVENT_BATCHER.submit_after_commit([row.pk for row in created if row.content.strip()])
+        return created
 
 
 def session_event_log(
     *, session: Session, event_type: str, content: str = "", payload: dict[str, Any] | None = None,
-    occurred_at: datetime | None = None,
+    occurred_at: datetime | None = None, defer_vectors: bool = False,
 ) -> SessionEvent:
     """Appends one event to the session."""
     draft = EventDraft(event_type=event_type, content=content, payload=payload or {}, occurred_at=occurred_at)
-    return session_events_log_many(session=session, drafts=[draft])[0]
+    return session_events_log_many(session=session, drafts=[draft], defer_vectors=defer_vectors)[0]
 
 
 EVENT_TYPES = (
@@ -117,4 +126,4 @@ def session_event_record(
         if session.ended_at is not None:
             raise ValidationFailed("this session is already closed; start a new one with brain_start_session")
         return session_event_log(session=session, event_type=event_type, content=_searchable(event_type, payload),
-                                 payload=payload)
+                                 payload=payload, defer_vectors=event_vectors_deferred())

@@ -16,7 +16,11 @@ from tests.support.bench import bench_report
 def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], small_corpus: Path) -> None:
     report = bench_report(tools, ["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json",
                                   "--corpus", str(small_corpus)], capsys)
-    assert report["brain_start_session"]["n"] == 4 == report["brain_report_session_outcome"]["n"]
-    assert report["starts_with_injection"] == 4
+    (run,) = report["runs"]
+    assert run["clients"] == 2
+    assert run["brain_start_session"]["n"] == 4 == run["brain_report_session_outcome"]["n"]
+    assert run["brain_list_projects"]["n"] == 4
+    assert run["brain_log_event"]["n"] == 4 * tools.LOGS_PER_ROUND == run["events"] == run["eventsStored"]
+    assert run["starts_with_injection"] == 4
     assert not User.objects.filter(email__endswith="@bench.invalid").exists()
     assert not KnowledgeItem.objects.exists()

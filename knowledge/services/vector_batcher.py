@@ -1,0 +1,118 @@
+"""Vectors off the request path: a write commits its row (full-text included) at once and hands the row's id
+to an in-process batcher, whose thread embeds whatever has queued up in one batch and stores the vectors.
+
+The queue is bounded: when it is full an id is dropped (logged) and its row simply keeps a NULL vector,
+as it does when the process dies with ids still queued. Those rows are found again by the periodic
+backfill (`knowledge.services.backfill`, run by the Celery beat task `embed_pending_rows` and by
+`brain embeddings backfill`), so an accepted write is never lost and always gets its vector eventually.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import close_old_connections, connections, transaction
+
+from brain.logs import log_failure, log_op
+from knowledge.embeddings import EmbeddingUnavailable, embed_texts
+from knowledge.services.backfill import Target
+
+logger = logging.getLogger("knowledge")
+QUEUE_MAX = 10_000
+BATCH_MAX = 64
+GATHER_SECONDS = 0.02  # how long the thread waits for more ids once one arrived: batches form under load
+
+
+@dataclass
+class VectorBatcher:
+    """One queue and one daemon thread per process and target table (started on first use, after any fork)."""
+
+    target: Target
+    queue_max: int = QUEUE_MAX
+    _queue: queue.Queue[Any] = field(init=False)
+    _pid: int = field(default=0, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def submit_after_commit(self, ids: list[Any]) -> None:
+        """Queues `ids` once the current transaction commits (at once outside one)."""
+        if ids:
+            transaction.on_commit(lambda: self.submit(ids))
+
+    def submit(self, ids: list[Any]) -> None:
+        self._ensure_thread()
+        for pk in ids:
+            try:
+                self._queue.put_nowait(pk)
+            except queue.Full:
+                log_op(logger, "vectors.queue_full", level=logging.WARNING, table=self.target.label,
+                       dropped=len(ids), note="the backfill will embed them")
+                return
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Waits until every queued id has been processed; True when the queue drained in time."""
+        if self._pid != os.getpid():
+            return True
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return not self._queue.unfinished_tasks
+
+    def _ensure_thread(self) -> None:
+        if self._pid == os.getpid():
+            return
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child starts its own thread with its own queue
+                self._queue = queue.Queue(maxsize=self.queue_max)
+                threading.Thread(target=self._run, name=f"vectors-{self.target.label}", daemon=True).start()
+                self._pid = os.getpid()
+
+    def _gather(self) -> list[Any]:
+        ids = [self._queue.get()]
+        deadline = time.monotonic() + GATHER_SECONDS
+        while len(ids) < BATCH_MAX:
+            try:
+                ids.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                break
+        return ids
+
+    def _run(self) -> None:
+        while True:
+            ids = self._gather()
+            try:
+                close_old_connections()
+                embed_rows(self.target, ids)
+            except EmbeddingUnavailable as exc:
+                log_op(logger, "vectors.embed_failed", level=logging.WARNING, table=self.target.label,
+                       count=len(ids), reason=str(exc)[:200])
+            except Exception as exc:  # a database hiccup must not kill the thread; the backfill catches up
+                log_failure(logger, "vectors.batch_failed", exc, table=self.target.label, count=len(ids))
+                connections.close_all()
+            finally:
+                if self._queue.empty():
+                    connections.close_all()  # idle: hold no connection (a test database must be droppable)
+                for _ in ids:
+                    self._queue.task_done()
+
+
+def embed_rows(target: Target, ids: list[Any]) -> int:
+    """Embeds the rows among `ids` that still have no vector, in one batch; returns how many were stored."""
+    qs = target.model.objects.filter(pk__in=ids, embedding__isnull=True)  # type: ignore[attr-defined]
+    if target.extra is not None:
+        qs = qs.filter(target.extra)
+    rows = list(qs.only("id", *target.fields))
+    if not rows:
+        return 0
+    vectors, model = embed_texts([target.text_of(row) or " " for row in rows])
+    for row, vector in zip(rows, vectors, strict=True):
+        row.embedding = vector
+        row.embedding_model = model
+    # Only rows still without a vector: a concurrent backfill may have stored one meanwhile (same model).
+    target.model.objects.bulk_update(rows, ["embedding", "embedding_model"])  # type: ignore[attr-defined]
+    return len(rows)

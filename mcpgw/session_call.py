@@ -1,0 +1,79 @@
+"""One round trip for a handshake-era tools/call: the token (with its user and project) and the session are
+read, checked and the call counted in a single UPDATE ... RETURNING.
+
+It stands for three statements (token lookup, session lookup, the per-call UPDATE) that every tools/call
+used to pay in turn. The checks are the same as theirs, in SQL: the token's digest matches, it is not
+revoked nor expired and its user is active (so a revocation holds on the very next call); the session is
+open, not idle-expired and was opened by this very token. When no row comes back the caller takes the
+slow path, which tells apart the reasons (401 unknown token, 404 gone session, 401 mismatch).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from django.db import connection
+from django.db.models import Model
+from django.utils import timezone
+
+from mcpgw.models import SESSION_ID_MAX, McpSession
+from mcpgw.selectors import idle_cutoff
+from projects.models import ApiToken, Project, User
+from projects.selectors.accounts import token_digest
+
+ALIASES: tuple[tuple[str, type[Model]], ...] = (("s", McpSession), ("t", ApiToken), ("u", User), ("p", Project))
+
+
+def _columns(alias: str, model: type[Model]) -> list[str]:
+    return [f'{alias}."{field.column}"' for field in model._meta.concrete_fields]
+
+
+@cache
+def _statement() -> str:
+    returning = ", ".join(col for alias, model in ALIASES for col in _columns(alias, model))
+    s, t, u, p = (model._meta.db_table for _, model in ALIASES)
+    # Table and column names come from the models only; every value is a parameter.
+    return f"""UPDATE "{s}" AS s SET tool_call_count = s.tool_call_count + 1, last_seen_at = %(now)s
+        FROM "{t}" AS t JOIN "{u}" AS u ON u.id = t.user_id LEFT JOIN "{p}" AS p ON p.id = t.project_id
+        WHERE s.id = %(sid)s AND s.token_id = t.id AND s.closed_at IS NULL AND s.last_seen_at >= %(cutoff)s
+          AND t.digest = %(digest)s AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > %(now)s)
+          AND u.is_active
+        RETURNING {returning}"""  # noqa: S608
+
+
+def _instances(row: tuple[Any, ...]) -> dict[str, Model | None]:
+    """Model instances from one RETURNING row, as the ORM itself would build them (from_db)."""
+    built: dict[str, Model | None] = {}
+    start = 0
+    for alias, model in ALIASES:
+        fields = model._meta.concrete_fields
+        values = row[start:start + len(fields)]
+        start += len(fields)
+        if alias == "p" and values[0] is None:
+            built[alias] = None  # a user-scoped token: the LEFT JOIN found no project
+            continue
+        built[alias] = model.from_db(connection.alias, [f.attname for f in fields], values)
+    return built
+
+
+def session_tool_call(*, raw_token: str, session_id: str) -> McpSession | None:
+    """The live session of this token with the tool call counted, its `.token` (with `.user` and `.project`)
+    loaded; None when anything does not match (then nothing was written)."""
+    if not session_id or len(session_id) > SESSION_ID_MAX:
+        return None
+    now = timezone.now()
+    params: dict[str, Any] = {"now": now, "sid": session_id, "cutoff": idle_cutoff(now),
+                              "digest": token_digest(raw_token)}
+    with connection.cursor() as cursor:
+        cursor.execute(_statement(), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    built = _instances(row)
+    session, token, user = built["s"], built["t"], built["u"]
+    assert isinstance(session, McpSession) and isinstance(token, ApiToken) and isinstance(user, User)
+    token.user = user
+    token.project = built["p"]  # type: ignore[assignment]  # None for a user-scoped token, as the FK allows
+    session.token = token
+    return session

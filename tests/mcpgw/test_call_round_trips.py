@@ -1,0 +1,88 @@
+"""A handshake-era tools/call reads token, user, project and session and counts the call in one statement:
+the same checks as the step-by-step path (revocation on the next call, the session's own token only)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from mcpgw import protocol as p
+from mcpgw.models import McpSession
+from projects.models import ApiToken
+from projects.services.accounts import token_revoke
+from tests.mcpgw.conftest import Mcp, call_tool
+
+
+def _projects(result: dict) -> list[str]:
+    return [project["name"] for project in result["structuredContent"]["projects"]]
+
+
+def test_tool_call_costs_two_statements_and_counts_once(mcp_a: Mcp, tenant_a) -> None:
+    session = mcp_a.initialize()
+    call_tool(mcp_a, "brain_list_projects", session=session)  # token last_used_at written here, not below
+    with CaptureQueriesContext(connection) as queries:
+        result = call_tool(mcp_a, "brain_list_projects", session=session)
+    assert _projects(result) == [tenant_a.project.name]
+    # One UPDATE ... RETURNING for token + user + project + session + count, one SELECT for the projects.
+    assert len(queries.captured_queries) == 2, [q["sql"][:80] for q in queries.captured_queries]
+    assert McpSession.objects.get(pk=session).tool_call_count == 2
+
+
+def test_project_scoped_token_keeps_its_scope(client, tenant_a) -> None:
+    mcp = Mcp(client, tenant_a.project_raw)
+    session = mcp.initialize()
+    result = call_tool(mcp, "brain_get_active_project", session=session)
+    assert result["structuredContent"]["project"]["source"] == "token_scope"
+    assert result["structuredContent"]["project"]["id"] == str(tenant_a.project.pk)
+
+
+def test_other_tenant_token_gets_mismatch_and_counts_nothing(mcp_a: Mcp, mcp_b: Mcp) -> None:
+    session = mcp_a.initialize()
+    response = mcp_b.legacy(session, "tools/call", {"name": "brain_list_projects", "arguments": {}})
+    assert response.status_code == 401
+    assert response.json()["error"]["message"] == "Session-token mismatch"
+    assert McpSession.objects.get(pk=session).tool_call_count == 0
+    # tenant_b's own session sees only tenant_b's project.
+    own = mcp_b.initialize()
+    assert _projects(call_tool(mcp_b, "brain_list_projects", session=own)) == ["Bravo App"]
+
+
+def test_revocation_holds_on_the_very_next_tool_call(mcp_a: Mcp, tenant_a) -> None:
+    session = mcp_a.initialize()
+    call_tool(mcp_a, "brain_list_projects", session=session)
+    token_revoke(user=tenant_a.user, token_id=tenant_a.user_token.pk)
+    response = mcp_a.legacy(session, "tools/call", {"name": "brain_list_projects", "arguments": {}})
+    assert response.status_code == 401
+    assert "revoked" in response.json()["error"]["message"]
+    assert McpSession.objects.get(pk=session).tool_call_count == 1
+
+
+def test_expired_token_inactive_user_and_idle_session_fall_back_to_precise_errors(mcp_a: Mcp, tenant_a) -> None:
+    session = mcp_a.initialize()
+    params = {"name": "brain_list_projects", "arguments": {}}
+    McpSession.objects.filter(pk=session).update(last_seen_at=timezone.now() - timedelta(days=1))
+    assert mcp_a.legacy(session, "tools/call", params).status_code == 404
+    fresh = mcp_a.initialize()
+    type(tenant_a.user).objects.filter(pk=tenant_a.user.pk).update(is_active=False)
+    assert mcp_a.legacy(fresh, "tools/call", params).status_code == 401
+    type(tenant_a.user).objects.filter(pk=tenant_a.user.pk).update(is_active=True)
+    ApiToken.objects.filter(pk=tenant_a.user_token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert mcp_a.legacy(fresh, "tools/call", params).status_code == 401
+    assert McpSession.objects.get(pk=fresh).tool_call_count == 0
+
+
+def test_missing_session_header_and_bad_version_keep_their_answers(mcp_a: Mcp) -> None:
+    params = {"name": "brain_list_projects", "arguments": {}}
+    assert mcp_a.request("tools/call", params).status_code == 400
+    session = mcp_a.initialize()
+    bad = mcp_a.request("tools/call", params, **{p.SESSION_HEADER: session, p.VERSION_HEADER: "1999-01-01"})
+    assert bad.status_code == 400
+    assert McpSession.objects.get(pk=session).tool_call_count == 0
+
+
+def test_bad_token_wins_over_a_bad_body(client, tenant_a) -> None:
+    response = Mcp(client, "eb_not_a_token").post(None, raw_body=b"{not json")
+    assert response.status_code == 401

@@ -1,0 +1,65 @@
+"""Logged events commit at once with their full-text; their vectors follow from the batcher's thread, and
+events whose vector never came (crash, full queue) are embedded by the backfill task."""
+
+from __future__ import annotations
+
+import os
+import queue
+
+import pytest
+from django.test import Client
+
+from knowledge.services.vector_batcher import VectorBatcher
+from sessions.models import SessionEvent
+from sessions.services.event_vectors import EVENT_BATCHER, EVENTS, event_vectors_backfill
+from sessions.tasks import embed_pending_events
+from tests.mcpgw.conftest import Mcp, call_tool
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the batcher runs after commit, in its own thread
+
+
+def _log(mcp: Mcp, sid: str, text: str) -> str:
+    result = call_tool(mcp, "brain_log_event", {"sessionId": sid, "eventType": "note", "payload": {"text": text}})
+    assert result["structuredContent"]["accepted"] is True
+    return result["structuredContent"]["id"]
+
+
+def test_logged_events_are_searchable_at_once_and_get_vectors_soon(client: Client, tenant_a, tenant_b) -> None:
+    mcp_a, mcp_b = Mcp(client, tenant_a.user_raw), Mcp(client, tenant_b.user_raw)
+    sid = call_tool(mcp_a, "brain_start_session", {})["structuredContent"]["sessionId"]
+    ids = [_log(mcp_a, sid, f"the flaky websocket reconnect test number {n}") for n in range(5)]
+    assert SessionEvent.objects.filter(pk__in=ids).count() == 5  # acknowledged means stored
+    found = call_tool(mcp_a, "brain_session_search", {"query": "flaky websocket reconnect"})["structuredContent"]
+    assert [s["sessionId"] for s in found["sessions"]] == [sid]
+    assert EVENT_BATCHER.flush(timeout=60)
+    rows = SessionEvent.objects.filter(pk__in=ids)
+    assert all(row.embedding is not None and row.embedding_model for row in rows)
+    assert call_tool(mcp_b, "brain_session_search", {"query": "flaky websocket reconnect"})[
+        "structuredContent"]["sessions"] == []
+
+
+def test_events_without_vectors_are_backfilled(client: Client, tenant_a) -> None:
+    mcp = Mcp(client, tenant_a.user_raw)
+    sid = call_tool(mcp, "brain_start_session", {})["structuredContent"]["sessionId"]
+    ids = [_log(mcp, sid, f"deploy failed on step {n}") for n in range(3)]
+    assert EVENT_BATCHER.flush(timeout=60)
+    # As if the process had died before its batcher ran: the rows are there, their vectors are not.
+    SessionEvent.objects.filter(pk__in=ids).update(embedding=None, embedding_model="")
+    assert embed_pending_events() >= 3
+    assert not SessionEvent.objects.filter(pk__in=ids, embedding__isnull=True).exists()
+    assert event_vectors_backfill() == 0  # idempotent: nothing left to do
+
+
+def test_a_full_queue_drops_ids_and_the_backfill_catches_up(client: Client, tenant_a, caplog) -> None:
+    mcp = Mcp(client, tenant_a.user_raw)
+    sid = call_tool(mcp, "brain_start_session", {})["structuredContent"]["sessionId"]
+    ids = [_log(mcp, sid, f"note {n} about retries") for n in range(4)]
+    assert EVENT_BATCHER.flush(timeout=60)
+    SessionEvent.objects.filter(pk__in=ids).update(embedding=None, embedding_model="")
+    stalled = VectorBatcher(EVENTS, queue_max=1)
+    stalled._queue, stalled._pid = queue.Queue(maxsize=1), os.getpid()  # a thread that never drains its queue
+    stalled.submit(ids)
+    assert stalled._queue.qsize() == 1
+    assert "op=vectors.queue_full" in caplog.text
+    assert event_vectors_backfill() == 4
+    assert not SessionEvent.objects.filter(pk__in=ids, embedding__isnull=True).exists()
