@@ -137,8 +137,10 @@ def _scoped_drafts(session: Session, extraction: Extraction) -> list[ScopedDraft
             continue
         tags = ("close_capture",) if extraction.mode == "refine" else ()
         confidence = min(finding.confidence, MAX_REFINED_CONFIDENCE)
-        drafts.append((None, replace(finding, confidence=confidence).draft(framework=session.framework,
-                                                                           extra_tags=tags)))
+        # A learned row belongs to its session's project; it reaches the owner's scope only once it has proved
+        # itself in a second project (knowledge_absorb) or someone promotes it.
+        drafts.append((session.project, replace(finding, confidence=confidence).draft(
+            framework=session.framework, extra_tags=tags)))
     return drafts
 
 
@@ -151,7 +153,8 @@ def extract_session(session: Session, claim: Claim | None) -> AbsorbResult:
         if claim is not None:
             claim.finish(items=len(result.created))
 
-    result = knowledge_absorb(owner=session.user, drafts=drafts, dedup_project=session.project, before_commit=finish)
+    result = knowledge_absorb(owner=session.user, drafts=drafts, dedup_project=session.project, before_commit=finish,
+                              source_session_id=session.id)
     log_op(logger, "kea.funnel", sessionId=str(session.id)[:8], mode=extraction.mode, model=extraction.model,
            submitted=extraction.submitted, llmFindings=len(extraction.found), filterPassed=len(extraction.kept),
            persisted=len(result.created), merged=len(result.merged))
