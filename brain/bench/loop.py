@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain.bench.loop_data import SIZES, STACKS, Planned, plan, stack_rules
+from brain.bench.loop_data import PROMPTS, SIZES, STACKS, Planned, plan, stack_rules
 from brain.bench.scale import DEFAULT_CORPUS
 
 HELP = "measure the learning loop: injection precision, silence on no-fit prompts, leaks, credit, skills"
@@ -207,11 +207,8 @@ def _skills(user: Any) -> tuple[int, int]:
     from knowledge.selectors.live import skills_find
 
     promoted = KnowledgeItem.objects.filter(owner=user, stage__in=[SkillStage.KNOWLEDGE, SkillStage.WISDOM]).count()
-    found = skills_find(principal=_principal(user), query=" ".join(PROMPT_FOR_SKILL), limit=5)
+    found = skills_find(principal=_principal(user), query=PROMPTS["go"][0], limit=5)
     return promoted, len(found.skills)
-
-
-PROMPT_FOR_SKILL = ("Go", "HTTP", "server", "handler", "tests")
 
 
 def _share(part: int, whole: int) -> float:
@@ -297,7 +294,7 @@ ROWS = [("precision", "precision of injected items", ">= 0.90"),
         ("extraction_yield", "learnings kept or merged / handed over", ""),
         ("duplicates_merged", "learned duplicates merged", ""),
         ("skills_promoted", "skills at knowledge/wisdom stage", "> 0"),
-        ("find_skill_results", "brain_find_skill results (Go prompt)", "> 0"),
+        ("find_skill_results", "brain_find_skill results (a Go task)", "> 0"),
         ("injection_tokens_p50", "injection tokens p50", "")]
 
 

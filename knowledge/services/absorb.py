@@ -16,6 +16,7 @@ from pgvector.django import CosineDistance
 from brain.logs import log_op
 from knowledge.models import KnowledgeItem
 from knowledge.services.create import KnowledgeDraft, _validate, embed_or_none, knowledge_embedding_text
+from knowledge.services.skills import skills_promote
 from projects.models import Project, User
 
 logger = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ def knowledge_absorb(
                 language=draft.language, stage=draft.stage, embedding=vector, embedding_model=model if vector else "",
                 source_session_id=source_session_id,
             ))
+        skills_promote(ids=result.merged)  # a recipe learned again has worked again
         if before_commit is not None:
             before_commit(result)
     return result

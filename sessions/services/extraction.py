@@ -14,9 +14,10 @@ from typing import Any
 from brain.logs import log_op
 from knowledge.llm import HEURISTIC, LlmUnavailable, complete, configured_model
 from knowledge.llm_json import MalformedReply, json_list
-from knowledge.models import KnowledgeType
+from knowledge.models import KnowledgeType, SkillStage
 from knowledge.services.absorb import AbsorbResult, ScopedDraft, knowledge_absorb
 from knowledge.services.quota import llm_quota_claim
+from knowledge.services.skills import SKILL_TYPES
 from sessions.findings import (
     MAX_MINED,
     MAX_REFINED_CONFIDENCE,
@@ -139,8 +140,10 @@ def _scoped_drafts(session: Session, extraction: Extraction) -> list[ScopedDraft
         confidence = min(finding.confidence, MAX_REFINED_CONFIDENCE)
         # A learned row belongs to its session's project; it reaches the owner's scope only once it has proved
         # itself in a second project (knowledge_absorb) or someone promotes it.
-        drafts.append((session.project, replace(finding, confidence=confidence).draft(
-            framework=session.framework, extra_tags=tags)))
+        draft = replace(finding, confidence=confidence).draft(framework=session.framework, extra_tags=tags)
+        if draft.type in SKILL_TYPES:  # a recipe starts its way up the skill stages (knowledge/services/skills.py)
+            draft = replace(draft, stage=SkillStage.INBOX)
+        drafts.append((session.project, draft))
     return drafts
 
 
