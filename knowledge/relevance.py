@@ -21,6 +21,7 @@ from django.conf import settings
 
 from brain.config import overridden
 
+NO_MATCH = "nothing injected: no stored knowledge matches this task"
 _WORD = re.compile(r"[a-z0-9][a-z0-9.+#-]*")
 
 

@@ -15,7 +15,7 @@ from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import KnowledgeItem, KnowledgeType
-from knowledge.relevance import above_floor, other_stack
+from knowledge.relevance import NO_MATCH, above_floor, other_stack
 from knowledge.selectors.search import KnowledgeHit, KnowledgeSearchResult, injection_budget, knowledge_search
 from projects.models import STACK_NAME_MAX, Project
 from projects.scope import Principal
@@ -125,7 +125,7 @@ def session_open(
         relevant = _soft("start.inject_failed", session, lambda: knowledge_inject(
             principal=principal, prompt=prompt, project_id=session.project_id, session=session,
             framework=framework, language=language).injection)
-        notice = relevant.notice if relevant is not None else ""
+        notice = (relevant.notice or (NO_MATCH if not relevant.ids else "")) if relevant is not None else ""
         if relevant is not None and not relevant.ids:
             relevant = None
     items = _soft("start.action_items_failed", session, lambda: _action_items_injection(session, principal.user.email))
