@@ -189,6 +189,8 @@ BRAIN_RETRIEVAL = {
     "decay_floor": env_override("BRAIN_RETRIEVAL_DECAY_FLOOR", float),
     "budget_tokens": env_override("BRAIN_RETRIEVAL_BUDGET_TOKENS", int),
 }
+# The relevance floor of injection (knowledge/relevance.py: InjectionFloor holds the default).
+BRAIN_INJECT = {"floor": env_override("BRAIN_INJECT_FLOOR", float)}
 
 # LLM providers for extraction and the oracle (knowledge/llm.py). No key configured: heuristic mode.
 BRAIN_LLM = {

@@ -4,11 +4,13 @@ Token counting is deterministic and model-free: `count_tokens(text) = ceil(len(t
 not bytes), the usual rule of thumb for English with BPE tokenisers. The budget is checked against the
 count of the whole text built so far, so the result never exceeds it.
 
-Sections come in priority order (decisions, then unconditional rules, reflexes, heuristics, recipes and
-skills); inside a section items keep their retrieval order. An item that does not fit is skipped and
-smaller later items may still fit. Every item sits between `<<knowledge …>>` and `<</knowledge>>` with
-its type, id and confidence, and stored text cannot forge those markers (`<<`/`>>` are rewritten), so an
-agent can tell stored text from its instructions.
+Items are taken best score first while they fit the budget (an item that does not fit is skipped and
+smaller later ones may still fit). They are grouped in sections (decisions, unconditional rules, reflexes,
+heuristics, recipes and skills); sections are ordered by their best item and items by score inside them;
+rows without a score keep the fixed section order. Every item sits between `<<knowledge id=…>>` and
+`<</knowledge>>` with a short id (the first 8 hex characters of its uuid, accepted back by the tools that
+take ids; its type is its section's), and stored text cannot forge those markers (`<<`/`>>` are
+rewritten), so an agent can tell stored text from its instructions.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class Injection:
     ids: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     tokens: int = 0
+    scores: list[float] = field(default_factory=list)  # of `ids`, in the same order
+    notice: str = ""  # why nothing (or less) was injected, for the caller
 
 
 def count_tokens(text: str) -> int:
@@ -57,8 +61,21 @@ def _clean(text: str) -> str:
     return " ".join(text.replace("<<", "\u2039\u2039").replace(">>", "\u203a\u203a").split())
 
 
+SHORT_ID = 8  # hex characters of an item's id shown in the injection; the tools that take ids accept them back
+
+
+def short_id(value: object) -> str:
+    return str(value).replace("-", "")[:SHORT_ID]
+
+
+def _score(item: Injectable) -> float:
+    # Rows from search carry their score; plain rows (no score) keep the order they were given in.
+    return float(getattr(item, "score", 0.0) or 0.0)
+
+
 def render_item(item: Injectable) -> str:
-    lines = [f"<<knowledge type={item.type} id={item.id} confidence={item.confidence:.2f}>>"]
+    """One item: a short id (the section header already says the type), then when / do / why."""
+    lines = [f"<<knowledge id={short_id(item.id)}>>"]
     if item.trigger.strip():
         lines.append(f"When: {_clean(item.trigger)}")
     lines.append(f"{'Avoid' if item.type == 'anti_principle' else 'Do'}: {_clean(item.content)}")
@@ -68,26 +85,34 @@ def render_item(item: Injectable) -> str:
     return "\n".join(lines)
 
 
-def build_injection(items: Sequence[Injectable], *, budget: int = DEFAULT_BUDGET) -> Injection:
-    """The injection text for `items` within `budget` tokens (empty when nothing fits)."""
+_SECTION_OF = {kind: rank for rank, (_, kinds) in enumerate(SECTIONS) for kind in kinds}
+
+
+def _render(chosen: Sequence[Injectable]) -> str:
+    """Sections ordered by their best item (then by the fixed section order), items by score inside."""
     text = f"{TITLE}\n{NOTE}"
-    if not items or count_tokens(text) > budget:
-        return Injection(text="", skipped=[str(i.id) for i in items])
-    result = Injection(text=text)
-    for title, types in SECTIONS:
-        section = [item for item in items if item.type in types]
-        header_added = False
-        for item in section:
-            piece = ("" if header_added else f"\n\n### {title}") + "\n" + render_item(item)
-            if count_tokens(result.text + piece) > budget:
-                result.skipped.append(str(item.id))
-                continue
-            result.text += piece
-            result.ids.append(str(item.id))
-            header_added = True
-    known = {t for _, types in SECTIONS for t in types}
-    result.skipped += [str(i.id) for i in items if i.type not in known]
-    if not result.ids:
-        return Injection(text="", skipped=result.skipped)
-    result.tokens = count_tokens(result.text)
-    return result
+    ranks = sorted({_SECTION_OF[i.type] for i in chosen},
+                   key=lambda r: (-max(_score(i) for i in chosen if _SECTION_OF[i.type] == r), r))
+    for rank in ranks:
+        text += f"\n\n### {SECTIONS[rank][0]}"
+        for item in (i for i in chosen if _SECTION_OF[i.type] == rank):
+            text += "\n" + render_item(item)
+    return text
+
+
+def build_injection(items: Sequence[Injectable], *, budget: int = DEFAULT_BUDGET) -> Injection:
+    """The injection text for `items` within `budget` tokens (empty when nothing fits): items are taken best
+    score first while they fit, so a lower-scored item never pushes out a better one."""
+    ordered = sorted(items, key=lambda i: (-_score(i), _SECTION_OF.get(i.type, len(SECTIONS))))
+    chosen: list[Injectable] = []
+    skipped: list[str] = []
+    for item in ordered:
+        if item.type not in _SECTION_OF or count_tokens(_render([*chosen, item])) > budget:
+            skipped.append(str(item.id))
+            continue
+        chosen.append(item)
+    if not chosen:
+        return Injection(text="", skipped=skipped)
+    text = _render(chosen)
+    return Injection(text=text, ids=[str(i.id) for i in chosen], skipped=skipped, tokens=count_tokens(text),
+                     scores=[round(_score(i), 4) for i in chosen])

@@ -96,6 +96,9 @@ class KnowledgeItem(TimestampedModel):
     file_globs = ArrayField(models.CharField(max_length=FILE_GLOB_MAX), default=list, db_default=[], blank=True)
     # Injected whatever the task fits (a rule file's `alwaysApply: true`), still inside the project's scope.
     always_apply = models.BooleanField(default=False, db_default=False)
+    # The session a learned row came from (a plain UUID: knowledge may not import sessions); null for rows taught,
+    # imported or written by hand. A learned row lives in that session's project until it is promoted.
+    source_session_id = models.UUIDField(null=True, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=120, blank=True)
     search_vector = models.GeneratedField(

@@ -49,11 +49,16 @@ SERVER_NAME = "external-brain"
 SERVER_TITLE = "External Brain"
 
 INSTRUCTIONS = (
-    "External Brain is this user's long-term memory for coding work. Before anything else in a "
-    "session, call brain_get_user_style: it loads the user's conventions and proves the connection "
-    "works. When a task is done, whether it went well or not, call brain_report_session_outcome with "
-    "what happened and what you learned; that call is how the brain learns, so never skip it."
+    "External Brain is this user's long-term memory for coding work. Protocol:\n"
+    "1. Open every task with brain_start_session and the task as `prompt`; apply the relevantKnowledge it "
+    "returns (an injectionNotice says why nothing came).\n"
+    "2. When the user corrects you, log it at once with brain_log_event (user_correction); log "
+    "knowledge_rejected for an injected item that does not fit.\n"
+    "3. Close with brain_report_session_outcome: knowledgeUsed (the ids you applied, short ids accepted) and "
+    "learnings; never skip it, it is how the brain learns.\n"
+    "brain_get_user_style loads the user's conventions at any time.\n"
 )
+
 
 # Stateless-era results of these methods carry cache hints. Everything here sits behind a bearer
 # token, so no response may be shared across authorization contexts: scope is always "private".

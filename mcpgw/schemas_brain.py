@@ -25,7 +25,7 @@ from sessions.services.outcome import SessionClosed
 
 ID_MAX = 64  # an id argument (a UUID is 36 characters)
 PROMPT_MAX = 8000
-OMIT_WHEN_NONE = {"relevantKnowledge", "openActionItems", "hint"}
+OMIT_WHEN_NONE = {"relevantKnowledge", "openActionItems", "hint", "injectionNotice"}
 
 
 def _client_request_id() -> Any:
@@ -72,13 +72,15 @@ class StartSessionOut(_Out):
     project_source: str
     relevant_knowledge: InjectionOut | None = None
     open_action_items: InjectionOut | None = None
+    injection_notice: str | None = Field(None, description="why nothing (or less) was injected")
 
     @classmethod
     def from_result(cls, opened: SessionOpened) -> StartSessionOut:
         return cls(session_id=str(opened.session.id), started_at=opened.session.started_at,
                    project_id=str(opened.session.project_id), project_source=opened.project_source,
                    relevant_knowledge=InjectionOut.from_result(opened.relevant_knowledge),
-                   open_action_items=InjectionOut.from_result(opened.open_action_items))
+                   open_action_items=InjectionOut.from_result(opened.open_action_items),
+                   injection_notice=opened.injection_notice or None)
 
 
 class RetrieveContext(_In):
@@ -136,7 +138,8 @@ class RetrieveOut(_Out):
     def from_result(cls, retrieved: Retrieved) -> RetrieveOut:
         found, injection = retrieved.found, retrieved.injection
         bundle = BundleOut(items=[KnowledgeOut.of_hit(h) for h in found.hits], injected_ids=list(injection.ids),
-                           retrieval=found.retrieval, notice=found.notice or None)
+                           retrieval=found.retrieval,
+                           notice=" ".join(n for n in (found.notice, injection.notice) if n) or None)
         return cls(bundle=bundle, injection=injection.text)
 
 
@@ -226,6 +229,8 @@ class TeachIn(_In):
     language: str = Field("", max_length=STACK_NAME_MAX)
     supersedes_knowledge_id: str | None = Field(None, max_length=ID_MAX)
     client_request_id: str | None = _client_request_id()
+    scope: Literal["project", "user"] = Field(
+        "project", description="project (default): the rule lives in the project; user: every project of yours")
 
 
 class TeachOut(_Out):

@@ -183,6 +183,7 @@ class AuditAction(models.TextChoices):
     KNOWLEDGE_DELETED = "knowledge.deleted", "Knowledge deleted"
     KNOWLEDGE_RESTORED = "knowledge.restored", "Knowledge restored"
     KNOWLEDGE_SUPERSEDED = "knowledge.superseded", "Knowledge superseded"
+    KNOWLEDGE_PROMOTED = "knowledge.promoted", "Knowledge promoted to your scope"
     PROPOSAL_APPROVED = "proposal.approved", "Proposal approved"
 
 

@@ -17,6 +17,9 @@ _FILE_STACK = [("fastapi", re.compile(r"fastapi")), ("django", re.compile(r"djan
 _MENTION = {"fastapi": re.compile(r"\bfastapi\b", re.I), "django": re.compile(r"\bdjango\b", re.I),
             "go": re.compile(r"\b(go|golang|goroutines?)\b"), "react": re.compile(r"\breact\b", re.I)}
 _ROLE = re.compile(r"^(you are|your |as an? )|:$", re.I)
+# Lines about how the assistant should answer (not about the code) fit every prompt and no stack.
+_META = re.compile(r"\b(your (response|answer)|responses|the user|the query|questions?|explain|best practices$)\b",
+                   re.I)
 _CODE = re.compile(r"[{};=<>]|\bimport\b|\bconst\b|\(\)")
 STACKS = ("react", "fastapi", "go", "django")
 
@@ -113,7 +116,8 @@ def stack_rules(corpus: Path, seed: int) -> dict[str, list[str]]:
 
 def _rule_like(piece: str) -> bool:
     # Prose advice, not code or a file tree: the way teams phrase the rules they give agents.
-    return not _CODE.search(piece) and not _ROLE.search(piece) and len(piece.split()) >= 4
+    return (not _CODE.search(piece) and not _ROLE.search(piece) and not _META.search(piece)
+            and len(piece.split()) >= 4)
 
 
 def _other_stack(piece: str, stack: str) -> bool:
@@ -130,15 +134,19 @@ class Planned:
 
 
 def plan(size: Size, rules: dict[str, list[str]], taught: int) -> list[Planned]:
+    # rules[stack][:taught] are alpha's, [taught:2*taught] beta's, the ones after come up as corrections and recipes.
     """Alpha has every stack taught, beta only go and django. Corrections come in alpha's fastapi and react
     sessions (the next matching one must get them back); beta also gets fastapi prompts, which fit nothing
     there, so a correction learned in alpha that shows up in beta is a leak."""
     sessions: list[Planned] = []
     for i in range(size.sessions_per_stack):
         for stack in STACKS:
-            correction = rules[stack][taught + i] if stack in ("fastapi", "react") and i % 2 == 0 else ""
-            recipe = rules[stack][taught + size.sessions_per_stack + 1] if stack == "go" else ""
-            sessions.append(Planned("alpha", stack, PROMPTS[stack][i % len(PROMPTS[stack])], correction, recipe))
+            correction = rules[stack][2 * taught + i] if stack in ("fastapi", "react") and i % 2 == 0 else ""
+            recipe = rules[stack][2 * taught + size.sessions_per_stack + 1] if stack == "go" else ""
+            # The session after a correction repeats its task: that is the next session the correction fits.
+            prompt = i - 1 if stack in ("fastapi", "react") and i % 2 == 1 else i
+            sessions.append(Planned("alpha", stack, PROMPTS[stack][prompt % len(PROMPTS[stack])], correction,
+                                    recipe))
         if i < size.nofit:
             sessions.append(Planned("alpha", None, NOFIT[i % len(NOFIT)]))
     for i in range(max(1, size.sessions_per_stack // 2)):

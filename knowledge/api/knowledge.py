@@ -32,6 +32,7 @@ from knowledge.search import QUERY_MAX
 from knowledge.selectors.live import knowledge_live
 from knowledge.selectors.search import knowledge_search
 from knowledge.services.curate import knowledge_delete, knowledge_edit, knowledge_supersede
+from knowledge.services.promote import knowledge_promote
 from knowledge.services.teach import Taught, knowledge_teach
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
@@ -127,6 +128,7 @@ def create_knowledge(request: HttpRequest, payload: TeachIn) -> Status[TaughtOut
         rationale=payload.rationale, tags=payload.tags, framework=payload.framework, language=payload.language,
         project_id=str(payload.projectId) if payload.projectId else None,
         supersedes_knowledge_id=str(payload.supersedesKnowledgeId) if payload.supersedesKnowledgeId else None,
+        scope=payload.scope,
     )
     return Status(201, _taught(taught, principal))
 
@@ -176,6 +178,14 @@ def supersede_knowledge(request: HttpRequest, knowledge_id: uuid.UUID, payload: 
         rationale=old.rationale if payload.rationale is None else payload.rationale,
     )
     return Status(201, _taught(Taught(new, old.id), principal))
+
+
+@router.post("/{knowledge_id}/promote", response={200: KnowledgeOut, **ERRORS},
+             summary="Promote a row of yours to your scope (every project of yours)")
+def promote_knowledge(request: HttpRequest, knowledge_id: uuid.UUID) -> KnowledgeOut:
+    """Moves your own row out of its project into your scope; a row already there is returned unchanged."""
+    principal = principal_of(request)
+    return KnowledgeOut.of(knowledge_promote(principal=principal, item_id=knowledge_id), principal.user.pk)
 
 
 @router.delete("/{knowledge_id}", response={204: None, **ERRORS}, summary="Delete a knowledge row (soft)")

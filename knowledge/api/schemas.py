@@ -99,6 +99,7 @@ class TeachIn(StrictIn):
     framework: str = Field("", max_length=STACK_NAME_MAX)
     language: str = Field("", max_length=STACK_NAME_MAX)
     supersedesKnowledgeId: uuid.UUID | None = Field(None, description="retire this row of yours (same project)")
+    scope: Literal["project", "user"] = Field("project", description="user: in every project of yours")
 
 
 class TaughtOut(KnowledgeOut):

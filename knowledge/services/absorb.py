@@ -13,8 +13,10 @@ from django.db.models import F, Q
 from django.db.models.functions import Least
 from pgvector.django import CosineDistance
 
+from brain.logs import log_op
 from knowledge.models import KnowledgeItem
 from knowledge.services.create import KnowledgeDraft, _validate, embed_or_none, knowledge_embedding_text
+from knowledge.services.skills import skills_promote
 from projects.models import Project, User
 
 logger = logging.getLogger(__name__)
@@ -34,6 +36,24 @@ def _dedup_scope(owner: User, project: Project | None) -> Q:
     # A personal finding also reinforces the owner's row in the session's project, and vice versa.
     projects = Q(project__isnull=True) | (Q(project=project) if project else Q())
     return Q(owner=owner, deleted_at__isnull=True, superseded_by__isnull=True) & projects
+
+
+def _elsewhere_scope(owner: User, project: Project | None) -> Q:
+    """The owner's learned rows in their other projects: a twin there has now proved itself in two projects."""
+    return (Q(owner=owner, deleted_at__isnull=True, superseded_by__isnull=True, project__isnull=False,
+              source_session_id__isnull=False) & ~Q(project=project))
+
+
+def _reinforce(twin: KnowledgeItem, *, promote: bool) -> None:
+    """+0.02 confidence and one more success; a twin found in another project moves to the owner's scope."""
+    changes: dict[str, object] = {"confidence": Least(F("confidence") + REINFORCE_CONFIDENCE, MAX_CONFIDENCE),
+                                  "success_count": F("success_count") + 1}
+    if promote:
+        changes["project"] = None
+    KnowledgeItem.objects.filter(id=twin.id).update(**changes)
+    if promote:
+        log_op(logger, "knowledge.promoted", knowledgeId=str(twin.id)[:8], fromProject=str(twin.project_id)[:8],
+               reason="learned_in_two_projects")
 
 
 def _twin(
@@ -57,11 +77,13 @@ ScopedDraft = tuple[Project | None, KnowledgeDraft]
 
 def knowledge_absorb(
     *, owner: User, drafts: Sequence[ScopedDraft], dedup_project: Project | None = None,
-    before_commit: Callable[[AbsorbResult], None] | None = None,
+    before_commit: Callable[[AbsorbResult], None] | None = None, source_session_id: uuid.UUID | None = None,
 ) -> AbsorbResult:
     """Creates each (project, draft) unless a same-type row of the owner (personal or in `dedup_project`)
     lies within cosine 0.85: that row gets confidence +0.02 and success +1 instead. Embeds before the
-    transaction; `before_commit` runs inside it (to mark a job done), so result and bookkeeping commit together."""
+    transaction; `before_commit` runs inside it (to mark a job done), so result and bookkeeping commit together.
+    With `source_session_id` (rows learned from a session) a twin among the owner's learned rows of another
+    project is reinforced and promoted to the owner's scope (project null): it has proved itself in two projects."""
     for _, draft in drafts:
         _validate(draft)
     vectors, model = embed_or_none(
@@ -69,16 +91,17 @@ def knowledge_absorb(
         op="knowledge.embed_failed",
     )
     scope = _dedup_scope(owner, dedup_project)
+    elsewhere = _elsewhere_scope(owner, dedup_project) if source_session_id else None
     result = AbsorbResult()
     with transaction.atomic():
         for i, (project, draft) in enumerate(drafts):
             vector = vectors[i] if vectors else None
             twin = _twin(scope, draft, vector)
+            promote = twin is None and elsewhere is not None and project is not None
+            if promote and elsewhere is not None:
+                twin = _twin(elsewhere, draft, vector)
             if twin is not None:
-                KnowledgeItem.objects.filter(id=twin.id).update(
-                    confidence=Least(F("confidence") + REINFORCE_CONFIDENCE, MAX_CONFIDENCE),
-                    success_count=F("success_count") + 1,
-                )
+                _reinforce(twin, promote=promote)
                 result.merged.append(twin.id)
                 continue
             result.created.append(KnowledgeItem.objects.create(
@@ -86,7 +109,9 @@ def knowledge_absorb(
                 content=draft.content.strip(), rationale=draft.rationale.strip(), tags=list(draft.tags),
                 source=draft.source, confidence=draft.confidence, framework=draft.framework,
                 language=draft.language, stage=draft.stage, embedding=vector, embedding_model=model if vector else "",
+                source_session_id=source_session_id,
             ))
+        skills_promote(ids=result.merged)  # a recipe learned again has worked again
         if before_commit is not None:
             before_commit(result)
     return result

@@ -19,8 +19,10 @@ from knowledge.models import (
     Proposal,
     ProposalKind,
     ProposalStatus,
+    SkillStage,
 )
 from knowledge.services.create import embed_or_none, knowledge_embedding_text
+from knowledge.services.skills import SKILL_TYPES
 from projects.models import AuditAction, Project, User
 from projects.services.audit import audit_record
 
@@ -70,11 +72,15 @@ def _apply(proposal: Proposal, vector: list[float] | None, model: str) -> Knowle
         skill = KnowledgeItem.objects.select_for_update().get(id=proposal.target_id, owner=proposal.owner_id)
         # Append-only: the skill keeps every line it had; the approved rule is added at the end.
         skill.content = f"{skill.content.rstrip()}\n- {proposal.content.strip()}"
-        skill.save(update_fields=["content", "updated_at"])
+        if skill.stage in (SkillStage.INBOX, SkillStage.NOTES):  # a human approved work on it: offer it
+            skill.stage = SkillStage.KNOWLEDGE
+        skill.save(update_fields=["content", "stage", "updated_at"])
         return skill
     return KnowledgeItem.objects.create(
         owner_id=proposal.owner_id, project_id=proposal.project_id, type=proposal.type, trigger=proposal.trigger,
         content=proposal.content, rationale=proposal.rationale, tags=["autoskill"], source="autoskill",
+        # Approved in the review queue: a recipe or skill is offered right away (knowledge/services/skills.py).
+        stage=SkillStage.KNOWLEDGE if proposal.type in SKILL_TYPES else SkillStage.NONE,
         confidence=APPROVED_CONFIDENCE, embedding=vector, embedding_model=model if vector else "",
     )
 

@@ -24,7 +24,8 @@ from knowledge.models import (
     KnowledgeType,
 )
 from knowledge.services.create import KnowledgeDraft, knowledge_create
-from projects.models import STACK_NAME_MAX, AuditAction
+from knowledge.services.promote import SCOPES, scope_check
+from projects.models import STACK_NAME_MAX, AuditAction, Project
 from projects.scope import Principal
 from projects.services.audit import audit_record
 from projects.services.resolve import project_resolve
@@ -39,6 +40,7 @@ _EMAIL = re.compile(r"^for:[^@\s]+@[^@\s]+\.[^@\s]+$")
 class Taught:
     item: KnowledgeItem
     superseded_id: uuid.UUID | None
+    repeated: bool = False  # the same rule was already live in that scope: it was reaffirmed, not duplicated
 
 
 def _tags(tags: Sequence[str], kind: str) -> list[str]:
@@ -71,14 +73,37 @@ def _supersede(*, principal: Principal, new: KnowledgeItem, old_id: str | None) 
     return pk if done else None
 
 
+def _same_rule(*, principal: Principal, project: Project | None, draft: KnowledgeDraft) -> KnowledgeItem | None:
+    """The caller's live row of the same type and the same words (case and spacing aside) in that scope."""
+    words = " ".join(draft.content.split())
+    rows = KnowledgeItem.objects.filter(owner=principal.user, project=project, type=draft.type,
+                                        deleted_at__isnull=True, superseded_by__isnull=True)
+    return next((row for row in rows.filter(content__iexact=draft.content.strip())
+                 if " ".join(row.content.split()).lower() == words.lower()), None)
+
+
+def _reaffirm(row: KnowledgeItem, draft: KnowledgeDraft) -> KnowledgeItem:
+    # Teaching a rule again is a vote for it, not a second copy: full confidence, the new tags added.
+    row.confidence = 1.0
+    row.tags = list(dict.fromkeys([*row.tags, *draft.tags]))[:TAGS_MAX]
+    row.save(update_fields=["confidence", "tags", "updated_at"])
+    return row
+
+
 def knowledge_teach(
     *, principal: Principal, rule: str, type: str = "heuristic", trigger: str = "", rationale: str = "",
     tags: Sequence[str] = (), project_id: str | None = None, framework: str = "", language: str = "",
-    supersedes_knowledge_id: str | None = None,
+    supersedes_knowledge_id: str | None = None, scope: str = "project",
 ) -> Taught:
-    """Stores the rule at confidence 1.0 in the resolved project (the caller's token scope applies)."""
+    """Stores the rule at confidence 1.0 in the resolved project (the caller's token scope applies), or in the
+    caller's own scope with `scope="user"`; the same rule taught again in the same scope is reaffirmed, not copied."""
     text_storable(rule=rule, type=type, trigger=trigger, rationale=rationale, tags=list(tags), projectId=project_id,
-                  framework=framework, language=language, supersedesKnowledgeId=supersedes_knowledge_id)
+                  framework=framework, language=language, supersedesKnowledgeId=supersedes_knowledge_id, scope=scope)
+    if scope not in SCOPES:
+        raise ValidationFailed(f"scope must be one of {', '.join(SCOPES)}; got {scope!r}")
+    scope_check(principal=principal, scope=scope)
+    if scope == "user" and type == KnowledgeType.ACTION_ITEM:
+        raise ValidationFailed("an action_item belongs to a project; teach it without scope 'user'")
     if type not in TEACHABLE:
         raise ValidationFailed(f"type must be one of {', '.join(TEACHABLE)}; got {type!r}")
     if len(rule.strip()) < RULE_MIN or len(rule) > RULE_MAX:
@@ -90,11 +115,17 @@ def knowledge_teach(
         confidence=1.0, framework=framework[:STACK_NAME_MAX], language=language[:STACK_NAME_MAX],
     )
     project = project_resolve(principal=principal, project_id=project_id).project
+    home = project if scope == "project" else None
     with transaction.atomic():
-        item = knowledge_create(owner=principal.user, project=project, draft=draft)
+        same = _same_rule(principal=principal, project=home, draft=draft) if not supersedes_knowledge_id else None
+        if same is not None:
+            log_op(logger, "knowledge.teach", type=type, project=str(project.id)[:8], repeated=True, scope=scope)
+            return Taught(_reaffirm(same, draft), None, repeated=True)
+        item = knowledge_create(owner=principal.user, project=home, draft=draft)
         superseded = _supersede(principal=principal, new=item, old_id=supersedes_knowledge_id)
         if superseded:
             audit_record(actor=principal.user, action=AuditAction.KNOWLEDGE_SUPERSEDED, project=project,
                          target=f"knowledge:{superseded}", summary=f"by {item.id}: {rule.strip()[:200]}")
-    log_op(logger, "knowledge.teach", type=type, project=str(project.id)[:8], superseded=bool(superseded))
+    log_op(logger, "knowledge.teach", type=type, project=str(project.id)[:8], superseded=bool(superseded),
+           scope=scope)
     return Taught(item, superseded)

@@ -26,11 +26,12 @@ def brain_teach_knowledge(principal: Principal, args: s.TeachIn) -> s.TeachOut:
         taught = knowledge_teach(
             principal=principal, rule=args.rule, type=args.type, trigger=args.trigger, rationale=args.rationale,
             tags=args.tags, project_id=args.project_id, framework=args.framework, language=args.language,
-            supersedes_knowledge_id=args.supersedes_knowledge_id,
+            supersedes_knowledge_id=args.supersedes_knowledge_id, scope=args.scope,
         )
+        project_id = taught.item.project_id
         return s.TeachOut.model_validate({
             "id": str(taught.item.id), "confidence": taught.item.confidence,
-            "projectId": str(taught.item.project_id),
+            "projectId": str(project_id) if project_id else None,
             "supersededId": str(taught.superseded_id) if taught.superseded_id else None,
         })
 

@@ -17,7 +17,7 @@ from brain.logs import log_op
 from knowledge.llm import HEURISTIC
 from knowledge.nightly import parse_as_of
 from knowledge.services.absorb import AbsorbResult, ScopedDraft, knowledge_absorb
-from projects.models import User
+from projects.models import Project, User
 from sessions.findings import Finding, mine_heuristic, passes_quality
 from sessions.models import CrossSessionCursor, Session
 
@@ -56,12 +56,15 @@ def patterns(sessions: list[Session]) -> list[Pattern]:
     return sorted(supported, key=lambda p: -len(p.sessions))
 
 
-def _draft(pattern: Pattern) -> ScopedDraft:
+def _draft(pattern: Pattern, projects: dict[uuid.UUID, Project]) -> ScopedDraft:
+    """A pattern seen in one project stays there; seen in two or more projects it has proved itself and
+    goes to the owner's scope (project null)."""
+    seen_in = {projects[sid].id: projects[sid] for sid in pattern.sessions if sid in projects}
     tags = ("cross_session", *(f"session:{sid}" for sid in pattern.sessions))
     support = len(pattern.sessions)
     finding = replace(pattern.finding, confidence=min(0.95, 0.7 + 0.05 * support),
                       rationale=f"Seen in {support} separate sessions.")
-    return (None, finding.draft(extra_tags=tags))
+    return (next(iter(seen_in.values())) if len(seen_in) == 1 else None, finding.draft(extra_tags=tags))
 
 
 def cross_session_run_user(*, user: User, as_of: datetime) -> int | None:
@@ -75,7 +78,8 @@ def cross_session_run_user(*, user: User, as_of: datetime) -> int | None:
                newSessionCount=new_count)
         return None
     window = list(closed.select_related("project").order_by("-ended_at")[:WINDOW])
-    drafts = [_draft(p) for p in patterns(window)]
+    projects = {session.id: session.project for session in window}
+    drafts = [_draft(p, projects) for p in patterns(window)]
     last_ended = window[0].ended_at
 
     def move_cursor(_: AbsorbResult) -> None:

@@ -14,9 +14,10 @@ from typing import Any
 from brain.logs import log_op
 from knowledge.llm import HEURISTIC, LlmUnavailable, complete, configured_model
 from knowledge.llm_json import MalformedReply, json_list
-from knowledge.models import KnowledgeType
+from knowledge.models import KnowledgeType, SkillStage
 from knowledge.services.absorb import AbsorbResult, ScopedDraft, knowledge_absorb
 from knowledge.services.quota import llm_quota_claim
+from knowledge.services.skills import SKILL_TYPES
 from sessions.findings import (
     MAX_MINED,
     MAX_REFINED_CONFIDENCE,
@@ -137,8 +138,12 @@ def _scoped_drafts(session: Session, extraction: Extraction) -> list[ScopedDraft
             continue
         tags = ("close_capture",) if extraction.mode == "refine" else ()
         confidence = min(finding.confidence, MAX_REFINED_CONFIDENCE)
-        drafts.append((None, replace(finding, confidence=confidence).draft(framework=session.framework,
-                                                                           extra_tags=tags)))
+        # A learned row belongs to its session's project; it reaches the owner's scope only once it has proved
+        # itself in a second project (knowledge_absorb) or someone promotes it.
+        draft = replace(finding, confidence=confidence).draft(framework=session.framework, extra_tags=tags)
+        if draft.type in SKILL_TYPES:  # a recipe starts its way up the skill stages (knowledge/services/skills.py)
+            draft = replace(draft, stage=SkillStage.INBOX)
+        drafts.append((session.project, draft))
     return drafts
 
 
@@ -151,7 +156,8 @@ def extract_session(session: Session, claim: Claim | None) -> AbsorbResult:
         if claim is not None:
             claim.finish(items=len(result.created))
 
-    result = knowledge_absorb(owner=session.user, drafts=drafts, dedup_project=session.project, before_commit=finish)
+    result = knowledge_absorb(owner=session.user, drafts=drafts, dedup_project=session.project, before_commit=finish,
+                              source_session_id=session.id)
     log_op(logger, "kea.funnel", sessionId=str(session.id)[:8], mode=extraction.mode, model=extraction.model,
            submitted=extraction.submitted, llmFindings=len(extraction.found), filterPassed=len(extraction.kept),
            persisted=len(result.created), merged=len(result.merged))

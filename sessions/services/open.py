@@ -15,6 +15,7 @@ from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.relevance import NO_MATCH, above_floor, other_stack
 from knowledge.selectors.search import KnowledgeHit, KnowledgeSearchResult, injection_budget, knowledge_search
 from projects.models import STACK_NAME_MAX, Project
 from projects.scope import Principal
@@ -33,6 +34,7 @@ class SessionOpened:
     project_source: str
     relevant_knowledge: Injection | None
     open_action_items: Injection | None
+    injection_notice: str = ""  # why nothing or less was injected (the relevance floor), for the agent
 
 
 def as_injectable(hits: Sequence[KnowledgeHit]) -> Sequence[Injectable]:
@@ -44,6 +46,11 @@ def applications_record(*, session: Session, knowledge_ids: Sequence[uuid.UUID |
     """Records that these rows reached the session in `role`; a repeat records nothing twice."""
     rows = [SessionKnowledgeApplication(session=session, knowledge_id=kid, role=role) for kid in knowledge_ids]
     SessionKnowledgeApplication.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def _other_stack(prompt: str, framework: str, hits: Sequence[KnowledgeHit]) -> set[str]:
+    frameworks = dict(KnowledgeItem.objects.filter(id__in=[h.id for h in hits]).values_list("id", "framework"))
+    return other_stack(prompt=prompt, framework=framework, frameworks={str(k): v for k, v in frameworks.items()})
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,9 @@ def knowledge_inject(
     found = knowledge_search(principal=principal, query=prompt, limit=limit, project_id=project_id,
                              framework=framework, language=language, explain=explain)
     budget = budget_tokens or injection_budget()
-    injection = build_injection(as_injectable(found.hits), budget=budget)
+    kept, floored = above_floor(found.hits, excluded=_other_stack(prompt, framework, found.hits))
+    injection = build_injection(as_injectable(kept), budget=budget)
+    injection.notice = floored.notice()
     if session is not None:
         applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)
     return Retrieved(found=found, injection=injection)
@@ -111,15 +120,16 @@ def session_open(
                                framework=framework or None, language=language or None)
     session = session_start(user=principal.user, project=resolved.project, client_type=client_type[:CLIENT_TYPE_MAX],
                             prompt=prompt, framework=framework[:STACK_NAME_MAX])
-    relevant = None
+    relevant, notice = None, ""
     if prompt.strip():
         relevant = _soft("start.inject_failed", session, lambda: knowledge_inject(
             principal=principal, prompt=prompt, project_id=session.project_id, session=session,
             framework=framework, language=language).injection)
+        notice = (relevant.notice or (NO_MATCH if not relevant.ids else "")) if relevant is not None else ""
         if relevant is not None and not relevant.ids:
             relevant = None
     items = _soft("start.action_items_failed", session, lambda: _action_items_injection(session, principal.user.email))
     log_op(logger, "session.open", session=str(session.id)[:8], source=resolved.source,
            injected=len(relevant.ids) if relevant else 0,
-           actionItems=len(items.ids) if items else 0)
-    return SessionOpened(session, resolved.source, relevant, items)
+           actionItems=len(items.ids) if items else 0, floored=bool(notice))
+    return SessionOpened(session, resolved.source, relevant, items, notice)

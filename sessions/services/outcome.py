@@ -13,21 +13,20 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
 from brain.errors import Conflict, ValidationFailed
 from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.services.skills import skills_promote
 from projects.scope import Principal
-from projects.selectors.accounts import projects_visible
-from sessions.models import ApplicationRole, Session, SessionEvent, SessionKnowledgeApplication
+from sessions.models import Session, SessionEvent
 from sessions.outcome_rules import Scores, ask_back_hint, learnings_validate, quality_score
 from sessions.selectors.owned import session_owned
+from sessions.services.credit import credit_apply, credit_plan
 from sessions.services.events import EventDraft, session_events_log_many
 from sessions.services.jobs import session_jobs_schedule
-from sessions.services.open import applications_record
 
 logger = logging.getLogger(__name__)
 MAX_KNOWLEDGE_USED = 100
@@ -105,20 +104,14 @@ def _check(report: OutcomeReport) -> None:
         raise ValidationFailed(f"resolvedActionItemIds holds at most {MAX_RESOLVED} ids")
 
 
-def _confidence_loop(principal: Principal, session: Session, used_ids: Sequence[str], ok: bool) -> int:
-    """Bumps each row once per session: every injected row, plus reported rows the caller owns in scope."""
-    visible = projects_visible(principal=principal).values("id")
-    owned = KnowledgeItem.objects.filter(
-        Q(project__in=visible) | Q(project__isnull=True), id__in=_uuids(used_ids), owner=principal.user,
-    ).values_list("id", flat=True)
-    reported = list(owned)
-    applications_record(session=session, knowledge_ids=reported, role=ApplicationRole.USED_REPORTED)
-    apps = SessionKnowledgeApplication.objects.filter(session=session)
-    apps.update(outcome=ok)
-    ids = set(apps.values_list("knowledge_id", flat=True))
-    counter = "success_count" if ok else "failure_count"
-    KnowledgeItem.objects.filter(id__in=ids).update(**{counter: F(counter) + 1, "last_used_at": timezone.now()})
-    return len(ids)
+def _confidence_loop(principal: Principal, session: Session, report: OutcomeReport, ok: bool) -> int:
+    """Honest credit (sessions/services/credit.py): used rows credited, ignored ones a little less trusted,
+    rejected ones much less; then skills that earned it move up a stage."""
+    credit = credit_plan(principal=principal, session=session, used_ids=report.knowledge_used,
+                         summary=report.summary)
+    changed = credit_apply(session=session, credit=credit, ok=ok)
+    skills_promote(ids=credit.used)
+    return changed
 
 
 def _retire_action_items(session: Session, ids: Sequence[str]) -> int:
@@ -167,7 +160,7 @@ def _close(principal: Principal, session: Session, report: OutcomeReport) -> Ses
         files_rejected=report.files_rejected, build_attempts=report.build_attempts,
     )
     ok = report.success and feedback != "down"
-    bumped = _confidence_loop(principal, session, report.knowledge_used, ok)
+    bumped = _confidence_loop(principal, session, report, ok)
     verdict = learnings_validate(list(report.learnings))
     _capture(session, verdict.accepted)
     resolved = _retire_action_items(session, report.resolved_action_item_ids)

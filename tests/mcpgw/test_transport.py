@@ -75,7 +75,8 @@ def test_initialize_negotiates(mcp_a: Mcp, requested: str, negotiated: str) -> N
     assert result["protocolVersion"] == negotiated
     assert result["serverInfo"]["name"] == "external-brain"
     assert set(result["capabilities"]) == {"tools", "resources", "prompts"}
-    assert "brain_get_user_style" in result["instructions"] and "brain_report_session_outcome" in result["instructions"]
+    assert all(name in result["instructions"] for name in ("brain_start_session", "brain_log_event",
+                                                           "brain_report_session_outcome", "knowledgeUsed"))
     session_id = response[p.SESSION_HEADER]
     assert len(session_id) >= 40 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
     assert McpSession.objects.get(pk=session_id).protocol_version == negotiated

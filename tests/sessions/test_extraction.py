@@ -56,7 +56,9 @@ def test_heuristic_mine_learns_from_corrections_and_rejected_files(
     assert [r.type for r in rows] == ["anti_principle", "anti_principle"]
     assert rows[0].content.startswith("Do not change settings/prod.py") and "owned by ops" in rows[0].content
     assert rows[1].content == "Never use Formik in this repo, we use react-hook-form with zod for every form."
-    assert all(r.project_id is None and r.confidence >= 0.7 and len(r.trigger) >= 10 for r in rows)
+    # A learned row belongs to its session's project and remembers the session (issue 15: no project-less leaks).
+    assert all(r.project_id == session.project_id and r.source_session_id == session.id and r.confidence >= 0.7
+               and len(r.trigger) >= 10 for r in rows)
     assert all(r.embedding is not None for r in rows)
     assert _funnel(caplog) | {"sessionId": ""} == {
         "op": "kea.funnel", "sessionId": "", "mode": "mine", "model": "heuristic", "submitted": 0,
@@ -113,7 +115,7 @@ def test_refine_mode_judges_learnings_and_routes_decisions(
     with caplog.at_level(logging.INFO):
         assert extract_work(session, None) == 2
     kept = KnowledgeItem.objects.get(owner=tenant_a.user, type="reflex")
-    assert (kept.confidence, kept.tags, kept.project_id) == (0.95, ["close_capture"], None)
+    assert (kept.confidence, kept.tags, kept.project_id) == (0.95, ["close_capture"], session.project_id)
     decision = KnowledgeItem.objects.get(owner=tenant_a.user, type="decision")
     assert decision.project_id == tenant_a.project.id and decision.tags == ["close_capture", "decision"]
     assert decision.source == "decision"

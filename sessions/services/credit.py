@@ -1,0 +1,119 @@
+"""Honest credit at close: what the session used is credited, what it was shown and ignored loses a little,
+what it rejected loses a lot.
+
+    used      = ids named in knowledgeUsed (full uuid or the short id of the injection), plus injected rows
+                whose id (full or short) appears in the session's events or in the close summary
+    rejected  = rows named by a `knowledge_rejected` event of the session (knowledgeId, full or short)
+    ignored   = rows injected into the session, neither used nor rejected
+
+    success close:  used     -> success_count + 1, confidence + USED_BONUS
+    failed close:   used     -> failure_count + 1
+    any close:      ignored  -> confidence - IGNORED_PENALTY
+                    rejected -> failure_count + 1, confidence - REJECTED_PENALTY
+Confidence stays within [0, 1]; every row changes at most once per session; last_used_at moves for used rows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db.models import F, Q, Value
+from django.db.models.functions import Greatest, Least
+from django.utils import timezone
+
+from knowledge.injection import SHORT_ID, short_id
+from knowledge.models import KnowledgeItem
+from projects.scope import Principal
+from projects.selectors.accounts import projects_visible
+from sessions.models import ApplicationRole, Session, SessionEvent, SessionKnowledgeApplication
+
+USED_BONUS = 0.05
+IGNORED_PENALTY = 0.02
+REJECTED_PENALTY = 0.15
+_HEX = re.compile(rf"^[0-9a-f]{{{SHORT_ID},32}}$")
+_ID_KEYS = ("knowledgeId", "knowledge_id", "id")
+
+
+@dataclass(frozen=True)
+class Credit:
+    used: frozenset[uuid.UUID]
+    ignored: frozenset[uuid.UUID]
+    rejected: frozenset[uuid.UUID]
+
+    @property
+    def changed(self) -> int:
+        return len(self.used | self.ignored | self.rejected)
+
+
+def _resolve(values: Iterable[str], among: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Full uuids as they are; short ids (>= 8 hex characters) when exactly one of `among` starts with them."""
+    out: set[uuid.UUID] = set()
+    for value in values:
+        text = str(value).strip().lower()
+        try:
+            out.add(uuid.UUID(text))
+            continue
+        except ValueError:
+            pass
+        if _HEX.match(text.replace("-", "")):
+            matches = [kid for kid in among if kid.hex.startswith(text.replace("-", ""))]
+            if len(matches) == 1:
+                out.add(matches[0])
+    return out
+
+
+def _owned(principal: Principal, ids: set[uuid.UUID]) -> set[uuid.UUID]:
+    visible = projects_visible(principal=principal).values("id")
+    return set(KnowledgeItem.objects.filter(Q(project__in=visible) | Q(project__isnull=True), id__in=ids,
+                                            owner=principal.user).values_list("id", flat=True))
+
+
+def _mentioned(session: Session, summary: str, injected: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    events = SessionEvent.objects.filter(session=session).exclude(event_type="knowledge_rejected")
+    text = " ".join([summary, *(f"{e.content} {json.dumps(e.payload, default=str)}" for e in events)]).lower()
+    return {kid for kid in injected if str(kid) in text or short_id(kid) in text}
+
+
+def _rejected(session: Session, injected: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    named = [str(e.payload.get(key)) for e in SessionEvent.objects.filter(session=session,
+                                                                         event_type="knowledge_rejected")
+             if isinstance(e.payload, dict) for key in _ID_KEYS if e.payload.get(key)]
+    return _resolve(named, injected)
+
+
+def credit_plan(*, principal: Principal, session: Session, used_ids: Sequence[str], summary: str) -> Credit:
+    """Who gets what; records the reported rows on the session (role used_reported)."""
+    injected = list(SessionKnowledgeApplication.objects.filter(session=session, role=ApplicationRole.INJECTED)
+                    .values_list("knowledge_id", flat=True))
+    reported = _owned(principal, _resolve(used_ids, injected))
+    rows = [SessionKnowledgeApplication(session=session, knowledge_id=kid, role=ApplicationRole.USED_REPORTED)
+            for kid in reported]
+    SessionKnowledgeApplication.objects.bulk_create(rows, ignore_conflicts=True)
+    rejected = _rejected(session, injected) - reported
+    used = (reported | _mentioned(session, summary, injected)) - rejected
+    ignored = set(injected) - used - rejected
+    return Credit(frozenset(used), frozenset(ignored), frozenset(rejected))
+
+
+def _shift(delta: float) -> Least:
+    return Least(Greatest(F("confidence") + Value(delta), Value(0.0)), Value(1.0))
+
+
+def credit_apply(*, session: Session, credit: Credit, ok: bool) -> int:
+    """Applies the plan (see the module docstring); returns how many rows changed."""
+    now = timezone.now()
+    SessionKnowledgeApplication.objects.filter(session=session).update(outcome=ok)
+    if credit.used:
+        changes = ({"success_count": F("success_count") + 1, "confidence": _shift(USED_BONUS)} if ok
+                   else {"failure_count": F("failure_count") + 1})
+        KnowledgeItem.objects.filter(id__in=credit.used).update(last_used_at=now, **changes)
+    if credit.ignored:
+        KnowledgeItem.objects.filter(id__in=credit.ignored).update(confidence=_shift(-IGNORED_PENALTY))
+    if credit.rejected:
+        KnowledgeItem.objects.filter(id__in=credit.rejected).update(
+            failure_count=F("failure_count") + 1, confidence=_shift(-REJECTED_PENALTY))
+    return credit.changed
