@@ -21,5 +21,6 @@ app.conf.beat_schedule = {
     "knowledge-evolution": {"task": "knowledge.tasks.nightly_evolution", "schedule": crontab(hour=2, minute=30)},
     "cross-session-extract": {"task": "sessions.tasks.cross_session_daily", "schedule": crontab(hour=3, minute=0)},
     "mcp-sweep-idle-sessions": {"task": "mcpgw.sweep_idle_sessions", "schedule": 300.0},
+    "purge-expired": {"task": "projects.purge_expired", "schedule": 3600.0},
 }
 app.autodiscover_tasks()

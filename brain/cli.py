@@ -43,6 +43,7 @@ COMMANDS: list[Command] = [
     Command(("mcp", "stdio"), "mcpgw.stdio", needs_db=False),
     Command(("bench", "jobs"), "brain.bench.jobs"),
     Command(("bench", "tools"), "brain.bench.tools"),
+    Command(("bench", "loop"), "brain.bench.loop"),
     Command(("bench", "retrieval"), "brain.bench.retrieval"),
     Command(("bench", "retrieval-scale"), "brain.bench.scale"),
     Command(("bench", "dashboard"), "brain.bench.dashboard"),

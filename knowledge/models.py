@@ -44,6 +44,7 @@ class KnowledgeType(models.TextChoices):
     DECISION = "decision", "Decision"
     SKILL = "skill", "Skill"
     ACTION_ITEM = "action_item", "Action item"
+    GUARD = "guard", "Guard rule"
 
 
 class SkillStage(models.TextChoices):
@@ -230,3 +231,6 @@ class HealthSnapshot(TimestampedModel):
             models.UniqueConstraint(fields=["owner", "project", "as_of"], name="health_scope_day",
                                     nulls_distinct=False),
         ]
+
+
+from knowledge.guard_models import DreamRun, GuardDecision, GuardPattern  # noqa: E402,F401  (i14: Cognibrain)

@@ -15,6 +15,7 @@ from brain.errors import BrainError
 from brain.logs import failure_message, log_failure, log_op
 from mcpgw import protocol as p
 from mcpgw.models import McpSession
+from mcpgw.profile import active_registry
 from mcpgw.registry import REGISTRY, Tool
 from mcpgw.services import mcp_session_seen
 from projects.scope import Principal
@@ -50,13 +51,19 @@ def _params(params: Any) -> dict[str, Any]:
 def tools_list(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     log_op(logger, "mcp.tools.list", sessionPrefix=call.session.prefix if call.session else None,
            version=call.version)
-    return {"tools": [t.definition() for t in REGISTRY.tools()]}
+    return {"tools": [t.definition() for t in active_registry().tools()]}
 
 
 def _error_result(code: str, message: str) -> dict[str, Any]:
+    # Text only: structuredContent must fit the tool's outputSchema, which describes success, so an error
+    # result carrying it fails schema-checking clients (the Inspector) and hides the message.
     payload = {"error": {"code": code, "message": message}}
-    return {"content": [{"type": "text", "text": json.dumps(payload)}], "structuredContent": payload,
-            "isError": True}
+    return {"content": [{"type": "text", "text": json.dumps(payload)}], "isError": True}
+
+
+def error_of(result: dict[str, Any]) -> dict[str, str]:
+    """The {code, message} of an error result (its text content)."""
+    return dict(json.loads(result["content"][0]["text"])["error"])
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:
@@ -87,7 +94,7 @@ def tools_call(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     name = params.get("name")
     if not isinstance(name, str) or not name:
         raise p.RpcError(p.INVALID_PARAMS, "tools/call needs params.name, the tool to call")
-    tool = REGISTRY.tool(name)
+    tool = active_registry().tool(name)
     if tool is None:
         raise p.RpcError(p.INVALID_PARAMS, f"Unknown tool: {name}. Call tools/list for the available tools.",
                          data={"name": name})
@@ -96,7 +103,7 @@ def tools_call(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     if call.session is not None:
         mcp_session_seen(session=call.session, tool_call=True)
     log_op(logger, "mcp.tool", tool=name, durMs=round((time.perf_counter() - started) * 1000, 1),
-           outcome=outcome, code=result["structuredContent"]["error"]["code"] if result["isError"] else None,
+           outcome=outcome, code=error_of(result)["code"] if result["isError"] else None,
            sessionPrefix=call.session.prefix if call.session else None)
     return result
 

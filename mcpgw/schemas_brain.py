@@ -5,9 +5,9 @@ snake_case here, camelCase on the wire (the registry's ToolModel aliases every f
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from knowledge.injection import Injection
 from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAGS_MAX, TRIGGER_MAX, KnowledgeItem
@@ -17,6 +17,7 @@ from knowledge.selectors.search import KnowledgeHit
 from mcpgw.registry import ToolModel
 from projects.models import PROJECT_NAME_MAX, STACK_NAME_MAX
 from sessions.models import CLIENT_TYPE_MAX, EVENT_TYPE_MAX
+from sessions.outcome_rules import LEARNING_LIMITS, LEARNING_SOURCES, LEARNING_TYPES
 from sessions.selectors.oracle import OracleAnswer
 from sessions.selectors.search import SessionsFound
 from sessions.services.open import Retrieved, SessionOpened
@@ -25,6 +26,13 @@ from sessions.services.outcome import SessionClosed
 ID_MAX = 64  # an id argument (a UUID is 36 characters)
 PROMPT_MAX = 8000
 OMIT_WHEN_NONE = {"relevantKnowledge", "openActionItems", "hint"}
+
+
+def _client_request_id() -> Any:
+    """The idempotency key of a creating tool (mcpgw/idempotent.py)."""
+    return Field(None, min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$", description=(
+        "optional idempotency key (e.g. a UUID): a retry with the same key returns the first result and "
+        "stores nothing new; keys live 24 h"))
 
 
 class _In(ToolModel):
@@ -45,6 +53,7 @@ class StartSessionIn(_In):
     language: str = Field("", max_length=STACK_NAME_MAX)
     project_id: str | None = Field(None, max_length=ID_MAX)
     project_name: str | None = Field(None, min_length=1, max_length=PROJECT_NAME_MAX, description="found or created")
+    client_request_id: str | None = _client_request_id()
 
 
 class InjectionOut(_Out):
@@ -131,6 +140,24 @@ class RetrieveOut(_Out):
         return cls(bundle=bundle, injection=injection.text)
 
 
+# The shape of one close-capture learning, for the published schema only: items are judged one by one at close
+# (sessions.outcome_rules), so a bad item is dropped with a reason instead of failing the call.
+class LearningIn(BaseModel):
+    """One durable rule distilled from the session."""
+
+    model_config = ConfigDict(title="Learning")
+    trigger: str = Field(min_length=3, max_length=LEARNING_LIMITS["trigger"], description="when the rule applies")
+    rule: str = Field(min_length=3, max_length=LEARNING_LIMITS["rule"], description="what to do")
+    rationale: str = Field("", max_length=LEARNING_LIMITS["rationale"], description="why")
+    type: Literal[LEARNING_TYPES] = "heuristic"  # type: ignore[valid-type]
+    source: Literal[LEARNING_SOURCES] = "discovery"  # type: ignore[valid-type]
+    confidence: float = Field(0.8, ge=0.0, le=1.0)
+
+
+# Lenient at runtime (list[Any]), described in full on the wire: clients see what a learning looks like.
+Learnings = Annotated[list[Any], WithJsonSchema({"type": "array", "items": LearningIn.model_json_schema()})]
+
+
 class ReportIn(_In):
     session_id: str = Field(min_length=1, max_length=ID_MAX)
     success: bool
@@ -141,8 +168,8 @@ class ReportIn(_In):
     files_modified: int = Field(0, ge=0)
     files_rejected: int = Field(0, ge=0)
     knowledge_used: list[str] = Field(default_factory=list, max_length=100)
-    learnings: list[Any] = Field(default_factory=list, description="0-5 {trigger, rule, rationale, type, source, "
-                                 "confidence}; invalid items are dropped, never failing the close")
+    learnings: Learnings = Field(default_factory=list, description="0-5 learnings; an invalid item is dropped "
+                                 "with a reason (see learnings.dropped), never failing the close")
     resolved_action_item_ids: list[str] = Field(default_factory=list, max_length=50)
     summary: str = Field("", max_length=4000)
 
@@ -198,6 +225,7 @@ class TeachIn(_In):
     framework: str = Field("", max_length=STACK_NAME_MAX)
     language: str = Field("", max_length=STACK_NAME_MAX)
     supersedes_knowledge_id: str | None = Field(None, max_length=ID_MAX)
+    client_request_id: str | None = _client_request_id()
 
 
 class TeachOut(_Out):
@@ -263,6 +291,7 @@ class LogEventIn(_In):
     session_id: str = Field(min_length=1, max_length=ID_MAX)
     event_type: str = Field(min_length=1, max_length=EVENT_TYPE_MAX)
     payload: dict[str, Any] = Field(default_factory=dict)
+    client_request_id: str | None = _client_request_id()
 
 
 class LogEventOut(_Out):

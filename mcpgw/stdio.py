@@ -22,6 +22,8 @@ HELP = "bridge a stdio MCP client to the brain's HTTP endpoint (BRAIN_URL, BRAIN
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=None, help="brain URL (default $BRAIN_URL, e.g. http://127.0.0.1:8000)")
+    parser.add_argument("--profile", choices=PROFILES, default="brain",
+                        help="tool set: brain (the brain_* tools at /mcp) or cognibrain (/mcp/cognibrain)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one answer")
 
 
@@ -29,9 +31,13 @@ def _log(message: str) -> None:
     print(f"brain mcp stdio: {message}", file=sys.stderr, flush=True)
 
 
-def endpoint(url: str) -> str:
+PROFILES = ("brain", "cognibrain")
+
+
+def endpoint(url: str, profile: str = "brain") -> str:
     url = url.rstrip("/")
-    return url if url.endswith("/mcp") else f"{url}/mcp"
+    base = url if url.endswith("/mcp") else f"{url}/mcp"
+    return base if profile == "brain" else f"{base}/{profile}"
 
 
 class Bridge:
@@ -120,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         _log("set BRAIN_URL (e.g. http://127.0.0.1:8000) and BRAIN_MCP_TOKEN (from `brain token create`)")
         return 2
     with httpx.Client(timeout=args.timeout) as http:
-        bridge = Bridge(endpoint(url), token, http)
+        bridge = Bridge(endpoint(url, getattr(args, "profile", "brain")), token, http)
         _log(f"forwarding stdio to {bridge.url}")
         try:
             serve(bridge, sys.stdin, sys.stdout)

@@ -206,3 +206,28 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor_email or 'system'}"
+
+
+class IdempotencyKey(models.Model):
+    """The first answer to a create made with a client's idempotency key, replayed on a retry.
+
+    `holder` is the caller ("token:<id>", or "user:<id>" for a browser session) so a narrower token never
+    sees what a broader one created; `scope` is the tool or REST route. The unique constraint makes two
+    concurrent retries wait for each other instead of both writing."""
+
+    id = models.BigAutoField(primary_key=True)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    holder = models.CharField(max_length=80)
+    scope = models.CharField(max_length=200)
+    key = models.CharField(max_length=200)
+    fingerprint = models.CharField(max_length=64, help_text="sha256 of the request, minus the key")
+    status = models.PositiveSmallIntegerField(default=0)
+    body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["holder", "scope", "key"], name="idempotency_once")]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.key}"

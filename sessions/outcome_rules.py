@@ -11,6 +11,7 @@ LEARNING_TYPES = ("reflex", "recipe", "heuristic", "principle", "anti_principle"
 LEARNING_SOURCES = ("user_correction", "decision", "discovery")
 FEEDBACK_VALUES = {"up": 1.0, "down": 0.0}
 _LIMITS = {"trigger": 500, "rule": 2000, "rationale": 2000}
+LEARNING_LIMITS = _LIMITS  # published in the tool schema (mcpgw.schemas_brain.LearningIn)
 
 HINT_STRONG = (
     "This session went wrong and no learning was handed over. Capture the correction NOW with "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -28,7 +29,7 @@ import httpx
 
 from mcpgw import protocol as p
 
-HELP = "benchmark MCP tools/call (brain_list_projects): p50/p95 latency and calls/s, both eras"
+HELP = "benchmark MCP tools/call (brain_list_projects): p50/p95 and calls/s, both eras, --reference: vs the SDK"
 MODERN = p.MODERN_VERSIONS[-1]
 TOOL = "brain_list_projects"
 
@@ -36,10 +37,21 @@ TOOL = "brain_list_projects"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="a running brain (default: start a temporary one)")
     parser.add_argument("--token", help="bearer token for --url (default $BRAIN_MCP_TOKEN)")
-    parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--calls", type=int, default=2000, help="tools/call requests per era")
+    parser.add_argument("--clients", type=_counts, default=[1, 8], help="concurrent clients, e.g. 1,8 (default)")
+    parser.add_argument("--calls", type=int, default=2000, help="tools/call requests per era and client count")
     parser.add_argument("--era", choices=["both", "legacy", "modern"], default="both")
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers of the temporary server")
+    parser.add_argument("--reference", action="store_true",
+                        help="also measure the official MCP Python SDK server (one trivial tool, uvicorn) "
+                             "in the same run and print the ratio (handshake era)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _counts(text: str) -> list[int]:
+    counts = [int(part) for part in text.split(",") if part.strip()]
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("client counts are positive integers, e.g. 1,8")
+    return counts
 
 
 def _brain(*args: str, env: dict[str, str]) -> str:
@@ -159,16 +171,71 @@ async def measure(url: str, token: str, *, modern: bool, clients: int, calls: in
             "rate": len(latencies) / elapsed}
 
 
-def _report(url: str, token: str, args: argparse.Namespace) -> None:
+def _series(url: str, token: str, args: argparse.Namespace, modern: bool) -> list[dict[str, Any]]:
+    rows = []
+    for clients in args.clients:
+        asyncio.run(measure(url, token, modern=modern, clients=clients, calls=max(100, clients * 10)))  # warm-up
+        figures = asyncio.run(measure(url, token, modern=modern, clients=clients, calls=args.calls))
+        rows.append({"clients": clients, **{k: round(v, 2) for k, v in figures.items()}})
+        if not args.json:
+            print(f"  {clients:>3} client(s): calls={figures['calls']:.0f}  p50={figures['p50']:.2f} ms  "
+                  f"p95={figures['p95']:.2f} ms  p99={figures['p99']:.2f} ms  {figures['rate']:.0f} calls/s",
+                  flush=True)
+    return rows
+
+
+def _measure_brain(url: str, token: str, args: argparse.Namespace) -> dict[str, Any]:
     eras = {"both": ["legacy", "modern"], "legacy": ["legacy"], "modern": ["modern"]}[args.era]
-    print(f"brain bench mcp: {args.clients} clients, {args.calls} tools/call {TOOL} per era, {url}/mcp")
+    report: dict[str, Any] = {}
     for era in eras:
-        asyncio.run(measure(f"{url}/mcp", token, modern=era == "modern", clients=args.clients, calls=100))  # warm-up
-        figures = asyncio.run(measure(f"{url}/mcp", token, modern=era == "modern", clients=args.clients,
-                                      calls=args.calls))
-        label = f"{era} ({p.LATEST_LEGACY if era == 'legacy' else MODERN})"
-        print(f"{label:<24} calls={figures['calls']:.0f}  p50={figures['p50']:.1f} ms  p95={figures['p95']:.1f} ms"
-              f"  p99={figures['p99']:.1f} ms  {figures['rate']:.0f} calls/s", flush=True)
+        if not args.json:
+            print(f"brain, {era} era ({p.LATEST_LEGACY if era == 'legacy' else MODERN}), {TOOL}:", flush=True)
+        report[era] = _series(f"{url}/mcp", token, args, era == "modern")
+    return report
+
+
+def _measure_reference(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from brain.bench.mcp_reference import reference_python, reference_server
+
+    python = reference_python()
+    with reference_server(_free_port(), python) as url:
+        if not args.json:
+            print("reference (MCP Python SDK MCPServer under uvicorn, one trivial tool), handshake era:", flush=True)
+        return _series(url, "none", args, False)
+
+
+def ratios(brain: list[dict[str, Any]], reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """ours / reference per client count: > 1 means we are slower (p50) or faster (rate)."""
+    return [{"clients": ours["clients"], "p50": round(ours["p50"] / ref["p50"], 2),
+             "p95": round(ours["p95"] / ref["p95"], 2), "rate": round(ours["rate"] / ref["rate"], 2)}
+            for ours, ref in zip(brain, reference, strict=True)]
+
+
+def render_side_by_side(brain: list[dict[str, Any]], reference: list[dict[str, Any]]) -> str:
+    lines = ["", f"{'clients':>7} | {'brain p50/p95 ms':>17} {'calls/s':>8} | {'reference p50/p95 ms':>21} "
+             f"{'calls/s':>8} | {'p50 ratio':>9} {'rate ratio':>10}"]
+    for ours, ref, ratio in zip(brain, reference, ratios(brain, reference), strict=True):
+        lines.append(f"{ours['clients']:>7} | {ours['p50']:>8.2f}/{ours['p95']:<8.2f} {ours['rate']:>8.0f} | "
+                     f"{ref['p50']:>12.2f}/{ref['p95']:<8.2f} {ref['rate']:>8.0f} | {ratio['p50']:>8.2f}x "
+                     f"{ratio['rate']:>9.2f}x")
+    return "\n".join(lines)
+
+
+def _report(url: str, token: str, args: argparse.Namespace) -> dict[str, Any]:
+    if not args.json:
+        print(f"brain bench mcp: {args.calls} tools/call {TOOL} per series, {url}/mcp", flush=True)
+    report: dict[str, Any] = {"tool": TOOL, "calls": args.calls, "load": os.getloadavg(),
+                              "brain": _measure_brain(url, token, args)}
+    if args.reference:
+        report["reference"] = _measure_reference(args)
+        legacy = report["brain"].get("legacy") or next(iter(report["brain"].values()))
+        report["ratio"] = ratios(legacy, report["reference"])
+        if not args.json:
+            print(render_side_by_side(legacy, report["reference"]))
+    report["loadAfter"] = os.getloadavg()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return report
 
 
 def run(args: argparse.Namespace) -> int:
@@ -179,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         _report(args.url.rstrip("/").removesuffix("/mcp"), token, args)
         return 0
-    print("brain bench mcp: starting a temporary brain (web only) ...", flush=True)
+    print("brain bench mcp: starting a temporary brain (web only) ...", file=sys.stderr, flush=True)
     with temporary_brain(args.web_workers) as (url, token):
         _report(url, token, args)
     return 0

@@ -18,15 +18,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from brain.bench.baselines import BM25, Cosine, sessions_by_best_turn
+from brain.bench.dialogue import is_dialogue, load_dialogue
 from brain.bench.lme import KEYS, Group, Tally, groups_of, load, share_found
 
 HELP = "measure session-search recall and latency on LongMemEval records (hybrid, fts, vector)"
 MODES = ("hybrid", "fts", "vector")
+# Plain counterparts computed in the same run over the same turns (brain/bench/baselines.py).
+BASELINES = ("bm25", "cosine")
+BASELINE_DEPTH = 50  # turns a baseline ranks, as many as the engine's candidate lists
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", required=True, type=Path, help="LongMemEval JSON (.json or .json.gz)")
+    parser.add_argument("--input", required=True, type=Path,
+                        help="LongMemEval JSON (.json or .json.gz), or a dialogue set: a directory of "
+                             "REALTALK-style conversation files (or one such file)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--per-conversation", type=int, default=None,
+                        help="dialogue sets: N questions drawn at random (fixed seed) from each conversation")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument("--keep", action="store_true", help="keep the bench user and its projects")
     parser.add_argument("--reuse", metavar="EMAIL", help="query the data a --keep run left (skips ingest)")
@@ -73,17 +82,40 @@ def _stored(user: Any, index: int) -> tuple[Any, dict[Any, tuple[str, int]]]:
     return project, keys
 
 
+def _evidence(question: dict[str, Any]) -> tuple[set[tuple[str, int]], set[str]]:
+    """The question's own evidence: its `evidence_turns` (dialogue sets) or the `has_answer` turns of its
+    own copy of the haystack (LongMemEval marks them per question), and its `answer_session_ids`."""
+    if "evidence_turns" in question:
+        turns = {(str(sid), int(n)) for sid, n in question["evidence_turns"]}
+    else:
+        turns = {
+            (sid, n) for sid, session in zip(question["haystack_session_ids"], question["haystack_sessions"],
+                                              strict=True)
+            for n, turn in enumerate(session) if turn.get("has_answer")
+        }
+    return turns, set(question.get("answer_session_ids") or [])
+
+
+def _score(tally: Tally, qtype: str, evidence: tuple[set[Any], set[str]], turns: list[Any],
+           sessions: list[str]) -> None:
+    evidence_turns, evidence_sessions = evidence
+    if evidence_turns:
+        tally.add(qtype, "turn_recall@5", share_found(evidence_turns, turns, 5))
+        tally.add(qtype, "turn_recall@10", share_found(evidence_turns, turns, 10))
+    if evidence_sessions:
+        tally.add(qtype, "session_recall@5", share_found(evidence_sessions, sessions, 5))
+        tally.add(qtype, "session_recall@10", share_found(evidence_sessions, sessions, 10))
+
+
 def _evaluate(principal: Any, project: Any, group: Group, keys: dict[Any, tuple[str, int]],
               tallies: dict[str, Tally]) -> None:
     from knowledge.embeddings import memo_clear
     from sessions.selectors.search import session_search
 
+    plain = _baselines(project, group, keys)
     for question in group.questions:
-        evidence_turns = {
-            (sid, n) for sid, turns in zip(group.haystack_ids, group.sessions, strict=True)
-            for n, turn in enumerate(turns) if turn.get("has_answer")
-        }
-        evidence_sessions = set(question.get("answer_session_ids") or [])
+        evidence = _evidence(question)
+        qtype = question["question_type"]
         for mode in MODES:
             memo_clear()  # each mode pays for the query embedding, as a fresh query would
             start = time.perf_counter()
@@ -91,14 +123,28 @@ def _evaluate(principal: Any, project: Any, group: Group, keys: dict[Any, tuple[
                                     project_id=project.id, mode=mode)
             tallies[mode].latencies_ms.append((time.perf_counter() - start) * 1000)
             turns_ranked = [keys[e.id] for e in result.events]
-            sessions_ranked = [keys[s.session_id][0] for s in result.sessions]
-            qtype = question["question_type"]
-            if evidence_turns:
-                tallies[mode].add(qtype, "turn_recall@5", share_found(evidence_turns, turns_ranked, 5))
-                tallies[mode].add(qtype, "turn_recall@10", share_found(evidence_turns, turns_ranked, 10))
-            if evidence_sessions:
-                tallies[mode].add(qtype, "session_recall@5", share_found(evidence_sessions, sessions_ranked, 5))
-                tallies[mode].add(qtype, "session_recall@10", share_found(evidence_sessions, sessions_ranked, 10))
+            _score(tallies[mode], qtype, evidence, turns_ranked, [keys[s.session_id][0] for s in result.sessions])
+        for name, ranked in _baseline_rankings(plain, question["question"]).items():
+            _score(tallies[name], qtype, evidence, ranked, sessions_by_best_turn(ranked))
+
+
+def _baselines(project: Any, group: Group, keys: dict[Any, tuple[str, int]]) -> tuple[BM25, Cosine]:
+    """BM25 over the haystack's turn texts and exact cosine over the vectors the engine stored for them."""
+    from sessions.models import SessionEvent
+
+    texts = [((sid, n), turn["content"]) for sid, session in zip(group.haystack_ids, group.sessions, strict=True)
+             for n, turn in enumerate(session)]
+    vectors = [(keys[event_id], vector) for event_id, vector in SessionEvent.objects.filter(
+        project=project, embedding__isnull=False).values_list("id", "embedding")]
+    return BM25(texts), Cosine(vectors)
+
+
+def _baseline_rankings(plain: tuple[BM25, Cosine], query: str) -> dict[str, list[Any]]:
+    from knowledge.embeddings import embed_query
+
+    bm25, cosine = plain
+    vector, _ = embed_query(query)
+    return {"bm25": bm25.ranked(query, BASELINE_DEPTH), "cosine": cosine.ranked(vector, BASELINE_DEPTH)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,15 +154,17 @@ def run(args: argparse.Namespace) -> int:
     from projects.selectors.accounts import user_by_email
     from projects.services.accounts import user_create
 
-    if not args.input.is_file():
-        print(f"brain: no such file {args.input}; pass a LongMemEval JSON file with --input", file=sys.stderr)
+    if not args.input.exists():
+        print(f"brain: no such file {args.input}; pass a LongMemEval JSON file or a dialogue directory with --input",
+              file=sys.stderr)
         return 2
-    records = load(args.input, args.limit)
+    dialogue = is_dialogue(args.input)
+    records = load_dialogue(args.input, args.limit, args.per_conversation) if dialogue else load(args.input, args.limit)
     groups = groups_of(records)
     fresh = f"bench-{uuid.uuid4().hex[:10]}@bench.invalid"
     user = user_by_email(email=args.reuse) if args.reuse else user_create(email=fresh)
     principal = Principal(user=user)
-    tallies = {mode: Tally() for mode in MODES}
+    tallies = {mode: Tally() for mode in (*MODES, *BASELINES)}
     total_turns = sum(len(t) for g in groups for s in g.sessions for t in [s])
     ingest_s = 0.0
     try:
@@ -126,13 +174,15 @@ def run(args: argparse.Namespace) -> int:
                 project, keys = _stored(user, index) if args.reuse else _ingest(user, group, index, bar)
                 ingest_s += time.perf_counter() - start
                 _evaluate(principal, project, group, keys, tallies)
+                bar.set_postfix_str(f"questions {sum(len(g.questions) for g in groups[:index + 1])}/{len(records)}")
     finally:
         if not (args.keep or args.reuse):
             user.delete()
         else:
             print(f"bench data kept: --reuse {user.email}", file=sys.stderr)
     report = {
-        "modes": {mode: tallies[mode].summary() for mode in MODES},
+        "modes": {mode: tallies[mode].summary() for mode in (*MODES, *BASELINES)},
+        "dataset": "dialogue" if dialogue else "longmemeval",
         "questions": len(records), "haystacks": len(groups), "turns": total_turns,
         "ingest_turns_per_s": round(total_turns / ingest_s, 1) if ingest_s and not args.reuse else None,
     }
@@ -141,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = [f"LongMemEval: {report['questions']} questions, {report['haystacks']} haystacks, "
+    lines = [f"{report['dataset']}: {report['questions']} questions, {report['haystacks']} haystacks, "
              f"{report['turns']} turns, ingest {report['ingest_turns_per_s']} turns/s", ""]
     header = f"{'mode':<8} {'scope':<27} " + " ".join(f"{k:>17}" for k in KEYS)
     lines += [header, "-" * len(header)]
@@ -152,6 +202,8 @@ def render(report: dict[str, Any]) -> str:
             lines.append(f"{mode:<8} {name:<27} {cells}")
     lines.append("")
     for mode, data in report["modes"].items():
+        if mode in BASELINES:
+            continue
         lines.append(f"{mode:<8} query ms p50 {data['query_ms']['p50']}  p95 {data['query_ms']['p95']}")
     return "\n".join(lines)
 

@@ -104,7 +104,7 @@ class McpClient:
         result = self._post("tools/call", {"name": name, "arguments": arguments}).json()["result"]
         elapsed = (time.perf_counter() - start) * 1000
         if result.get("isError"):
-            raise RuntimeError(f"{name} failed: {result['structuredContent']}")
+            raise RuntimeError(f"{name} failed: {result['content'][0]['text']}")
         return result["structuredContent"], elapsed
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from knowledge.selectors.live import skills_find, user_style
 from knowledge.services.teach import knowledge_teach
 from mcpgw import schemas_brain as s
+from mcpgw.idempotent import once
 from mcpgw.registry import NoArguments, tool
 from projects.scope import Principal
 from sessions.selectors.oracle import oracle_ask
@@ -21,15 +22,19 @@ from sessions.selectors.oracle import oracle_ask
     read_only=False, idempotent=False,
 )
 def brain_teach_knowledge(principal: Principal, args: s.TeachIn) -> s.TeachOut:
-    taught = knowledge_teach(
-        principal=principal, rule=args.rule, type=args.type, trigger=args.trigger, rationale=args.rationale,
-        tags=args.tags, project_id=args.project_id, framework=args.framework, language=args.language,
-        supersedes_knowledge_id=args.supersedes_knowledge_id,
-    )
-    return s.TeachOut.model_validate({
-        "id": str(taught.item.id), "confidence": taught.item.confidence, "projectId": str(taught.item.project_id),
-        "supersededId": str(taught.superseded_id) if taught.superseded_id else None,
-    })
+    def run() -> s.TeachOut:
+        taught = knowledge_teach(
+            principal=principal, rule=args.rule, type=args.type, trigger=args.trigger, rationale=args.rationale,
+            tags=args.tags, project_id=args.project_id, framework=args.framework, language=args.language,
+            supersedes_knowledge_id=args.supersedes_knowledge_id,
+        )
+        return s.TeachOut.model_validate({
+            "id": str(taught.item.id), "confidence": taught.item.confidence,
+            "projectId": str(taught.item.project_id),
+            "supersededId": str(taught.superseded_id) if taught.superseded_id else None,
+        })
+
+    return once(principal, "brain_teach_knowledge", args, s.TeachOut, run)
 
 
 @tool(

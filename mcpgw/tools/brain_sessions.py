@@ -4,6 +4,7 @@ brain_session_search: each one service or selector call (the REST API and dashbo
 from __future__ import annotations
 
 from mcpgw import schemas_brain as s
+from mcpgw.idempotent import once
 from mcpgw.registry import tool
 from projects.scope import Principal
 from sessions.selectors.search import sessions_find
@@ -23,11 +24,11 @@ from sessions.services.retrieve import knowledge_retrieve
     read_only=False, idempotent=False,
 )
 def brain_start_session(principal: Principal, args: s.StartSessionIn) -> s.StartSessionOut:
-    opened = session_open(
-        principal=principal, client_type=args.client_type, prompt=args.prompt, framework=args.framework,
-        language=args.language, project_id=args.project_id, project_name=args.project_name,
-    )
-    return s.StartSessionOut.from_result(opened)
+    return once(principal, "brain_start_session", args, s.StartSessionOut, lambda: s.StartSessionOut.from_result(
+        session_open(
+            principal=principal, client_type=args.client_type, prompt=args.prompt, framework=args.framework,
+            language=args.language, project_id=args.project_id, project_name=args.project_name,
+        )))
 
 
 @tool(
@@ -77,9 +78,12 @@ def brain_report_session_outcome(principal: Principal, args: s.ReportIn) -> s.Re
     read_only=False, idempotent=False,
 )
 def brain_log_event(principal: Principal, args: s.LogEventIn) -> s.LogEventOut:
-    event = session_event_record(principal=principal, session_id=args.session_id, event_type=args.event_type,
-                                 payload=args.payload)
-    return s.LogEventOut.model_validate({"id": str(event.id), "accepted": True})
+    def run() -> s.LogEventOut:
+        event = session_event_record(principal=principal, session_id=args.session_id, event_type=args.event_type,
+                                     payload=args.payload)
+        return s.LogEventOut.model_validate({"id": str(event.id), "accepted": True})
+
+    return once(principal, "brain_log_event", args, s.LogEventOut, run)
 
 
 @tool(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -70,6 +72,12 @@ def install_error_handlers(api: NinjaAPI) -> None:
     def _http(request: HttpRequest, exc: HttpError) -> HttpResponse:
         code = "CSRF_FAILED" if "CSRF" in str(exc) else HTTP_CODES.get(exc.status_code, "ERROR")
         return error_response(api, request, exc.status_code, code, str(exc))
+
+    @api.exception_handler(RequestDataTooBig)
+    def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+        cap = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return error_response(api, request, 413, "VALIDATION", f"the request body is larger than {cap} bytes; "
+                              "send less (split a large import into several requests)", {"maxBytes": cap})
 
     @api.exception_handler(Http404)
     def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:

@@ -17,6 +17,7 @@ from ninja import NinjaAPI
 
 from projects.api.auth import API_AUTH
 from projects.api.errors import install_error_handlers
+from projects.api.idempotency import idempotent_view
 
 api = NinjaAPI(
     title="External Brain API",
@@ -76,7 +77,7 @@ def _wrapped(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLR
     out: list[URLPattern | URLResolver] = []
     for pattern in patterns:
         if isinstance(pattern, URLPattern):
-            pattern.callback = _json_405(pattern.callback)
+            pattern.callback = _json_405(idempotent_view(pattern.callback))
         out.append(pattern)
     return out
 

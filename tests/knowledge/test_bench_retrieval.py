@@ -41,14 +41,14 @@ def test_bench_retrieval_reports_every_mode_and_cleans_up(tmp_path: Path, capsys
                 "multi-session"),
     ]))
     report = bench_report(retrieval, ["--input", str(data), "--json"], capsys)
-    assert set(report["modes"]) == {"hybrid", "fts", "vector"}
+    assert set(report["modes"]) == {"hybrid", "fts", "vector", "bm25", "cosine"}
     assert report["questions"] == 2 == report["haystacks"]
     assert report["turns"] == 12 and report["ingest_turns_per_s"] > 0
-    for mode in ("hybrid", "fts"):
+    for mode in ("hybrid", "fts", "bm25"):
         overall = report["modes"][mode]["overall"]
         assert overall["turn_recall@5"] == 1.0 and overall["session_recall@5"] == 1.0, mode
         assert set(report["modes"][mode]["by_type"]) == {"single-session-user", "multi-session"}
-        assert report["modes"][mode]["query_ms"]["p95"] > 0
+    assert all(report["modes"][mode]["query_ms"]["p95"] > 0 for mode in ("hybrid", "fts", "vector"))
     assert not User.objects.filter(email__endswith="@bench.invalid").exists()
     assert not SessionEvent.objects.exists()
     assert not KnowledgeItem.objects.filter(owner=tenant_b.user).exists()
@@ -75,3 +75,76 @@ def test_bench_retrieval_scale_measures_each_size_against_the_baseline(
     assert list(KnowledgeItem.objects.all()) == [mine]
     rendered = scale.render(report)
     assert "x prev" in rendered and "base p95" in rendered
+
+
+def _shared_haystack(qid: str, question: str, evidence_turn: int) -> dict[str, Any]:
+    """Two questions over one haystack, each marking its own evidence turn (as LongMemEval does)."""
+    turns = ["I adopted a grey cat called Pixel in March.", "Nice, cats are great company.",
+             "My brother Tom runs a bakery in Porto.", "A bakery sounds lovely."]
+    session = [{"role": "user", "content": t, **({"has_answer": True} if n == evidence_turn else {})}
+               for n, t in enumerate(turns)]
+    filler = [[{"role": "user", "content": t} for t in part] for part in (FILLER[:2], FILLER[2:])]
+    return {"question_id": qid, "question_type": "single-session-user", "question": question, "answer": "x",
+            "haystack_session_ids": ["h-1", "h-2", "h-3"], "haystack_dates": ["2023/05/01 (Mon) 10:00"] * 3,
+            "haystack_sessions": [filler[0], session, filler[1]], "answer_session_ids": ["h-2"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_retrieval_scores_each_question_on_its_own_evidence(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], tenant_b: Tenant) -> None:
+    """The second question shares the first one's haystack: scored against the first question's evidence
+    turn (the cat), its full-text recall would be 0 at k = 1..2 instead of 1."""
+    data = tmp_path / "shared.json"
+    data.write_text(json.dumps([_shared_haystack("q1", "What is my cat called?", 0),
+                                _shared_haystack("q2", "Which city is my brother's bakery in?", 2)]))
+    report = bench_report(retrieval, ["--input", str(data), "--json"], capsys)
+    assert report["haystacks"] == 1 and report["questions"] == 2
+    for mode in ("fts", "bm25"):
+        assert report["modes"][mode]["overall"]["turn_recall@5"] == 1.0, mode
+
+
+def _conversation() -> dict[str, Any]:
+    def turn(dia: str, speaker: str, text: str) -> dict[str, Any]:
+        return {"speaker": speaker, "clean_text": text, "dia_id": dia}
+
+    return {
+        "name": {"speaker_1": "Ana", "speaker_2": "Ben"},
+        "session_1": [turn("D1:1", "Ana", "Hey! How was your weekend?"),
+                      turn("D1:2", "Ben", "Great, I ran my first half marathon in Lyon.")],
+        "session_1_date_time": "29.12.2023, 22:42:04",
+        "session_2": [turn("D2:1", "Ana", "I started pottery classes on Tuesdays."),
+                      turn("D2:2", "Ben", "Pottery sounds relaxing, enjoy!")],
+        "session_2_date_time": "03.01.2024, 18:00:00",
+        "qa": [{"question": "Where did Ben run a half marathon?", "answer": "Lyon", "evidence": ["D1:2"],
+                "category": 1},
+               {"question": "What classes did Ana start?", "answer": "pottery", "evidence": ["D2:1"], "category": 2},
+               {"question": "No evidence: skipped", "answer": "-", "category": 5}],
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_retrieval_reads_a_dialogue_set(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              tenant_b: Tenant) -> None:
+    folder = tmp_path / "dialogue"
+    folder.mkdir()
+    (folder / "Chat_1_Ana_Ben.json").write_text(json.dumps(_conversation()))
+    report = bench_report(retrieval, ["--input", str(folder), "--json"], capsys)
+    assert report["dataset"] == "dialogue" and report["questions"] == 2 and report["turns"] == 4
+    assert set(report["modes"]["fts"]["by_type"]) == {"category-1", "category-2"}
+    for mode in ("hybrid", "fts", "bm25"):
+        assert report["modes"][mode]["overall"]["turn_recall@5"] == 1.0, mode
+    assert not SessionEvent.objects.exists()
+
+
+def test_dialogue_records_carry_speaker_lines_and_their_own_evidence(tmp_path: Path) -> None:
+    from brain.bench.dialogue import load_dialogue
+
+    path = tmp_path / "Chat_1_Ana_Ben.json"
+    path.write_text(json.dumps(_conversation()))
+    first, second = load_dialogue(path, None, None)
+    assert first["haystack_sessions"][0][1]["content"] == "Ben: Great, I ran my first half marathon in Lyon."
+    assert first["evidence_turns"] == [["Chat_1_Ana_Ben:s1", 1]]
+    assert first["answer_session_ids"] == ["Chat_1_Ana_Ben:s1"]
+    assert second["evidence_turns"] == [["Chat_1_Ana_Ben:s2", 0]]
+    assert first["haystack_dates"][0] == "2023/12/29 (Fri) 22:42"
+    assert len(load_dialogue(path, None, 1)) == 1

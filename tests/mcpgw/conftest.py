@@ -79,3 +79,13 @@ def mcp_b(tenant_b: Any, client: Client) -> Mcp:
 def ops(caplog: pytest.LogCaptureFixture, op: str) -> list[dict[str, Any]]:
     """The structured fields of every `op=<op>` line logged so far."""
     return [r.op_fields for r in caplog.records if getattr(r, "op_fields", {}).get("op") == op]
+
+
+def error_of(result: dict[str, Any]) -> dict[str, str]:
+    """The {code, message} of a tool error result, checking its shape: isError, text only (no structuredContent,
+    which must fit the tool's outputSchema)."""
+    assert result["isError"] is True and "structuredContent" not in result, result
+    assert [c["type"] for c in result["content"]] == ["text"]
+    error = json.loads(result["content"][0]["text"])["error"]
+    assert set(error) == {"code", "message"} and error["message"], error
+    return dict(error)

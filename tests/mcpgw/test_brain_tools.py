@@ -12,14 +12,14 @@ from django.test import Client
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from knowledge.services.peer import peer_card_set
 from tests.conftest import Tenant
-from tests.mcpgw.conftest import Mcp, call_tool
+from tests.mcpgw.conftest import Mcp, call_tool, error_of
 
 pytestmark = pytest.mark.django_db
 MISSING = str(uuid.uuid4())
 
 
 def code(result: dict[str, Any]) -> str | None:
-    return result["structuredContent"]["error"]["code"] if result.get("isError") else None
+    return error_of(result)["code"] if result.get("isError") else None
 
 
 def ok(mcp: Mcp, name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,12 @@ async def _session(url: str, raw: str, mode: str) -> dict[str, Any]:
                 "refused": refused, "read": read, "missing": missing.value}
 
 
+def _code(result: Any) -> str:
+    """An error result as the client sees it: no structured content, the code in the text."""
+    assert result.structured_content is None
+    return str(json.loads(result.content[0].text)["error"]["code"])
+
+
 @pytest.mark.parametrize("mode,modern,missing_code", [("legacy", False, -32002), ("auto", True, -32602),
                                                       ("2026-07-28", True, -32602)])
 def test_client_modes(live_server, tenant_a, tenant_b, whoami, mode: str, modern: bool, missing_code: int) -> None:
@@ -55,7 +61,7 @@ def test_client_modes(live_server, tenant_a, tenant_b, whoami, mode: str, modern
     names = [x["name"] for x in out["listed"].structured_content["projects"]]
     assert names == ["Alpha App", f"Live {mode}"]
     assert out["active"].structured_content["project"]["source"] == "first_project_fallback"
-    assert out["refused"].is_error and out["refused"].structured_content["error"]["code"] == "VALIDATION"
+    assert out["refused"].is_error and _code(out["refused"]) == "VALIDATION"
     assert json.loads(out["read"].contents[0].text) == {"email": "alice@a.example"}
     assert out["missing"].error.code == missing_code
     assert not Project.objects.filter(org=tenant_b.project.org, name__startswith="Live").exists()
@@ -75,4 +81,4 @@ def test_project_token_client_sees_only_its_project(live_server, tenant_a, tenan
 
     listed, created = asyncio.run(run())
     assert [x["name"] for x in listed.structured_content["projects"]] == ["Bravo App"]
-    assert created.is_error and created.structured_content["error"]["code"] == "FORBIDDEN_PROJECT"
+    assert created.is_error and _code(created) == "FORBIDDEN_PROJECT"

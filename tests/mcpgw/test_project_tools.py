@@ -11,7 +11,7 @@ from django.test import Client
 from mcpgw import protocol as p
 from projects.models import Project
 from projects.services.accounts import token_create, user_create
-from tests.mcpgw.conftest import Mcp, call_tool
+from tests.mcpgw.conftest import Mcp, call_tool, error_of
 
 
 @pytest.fixture(params=["legacy", "modern"])
@@ -58,7 +58,7 @@ def test_create_project_is_idempotent_case_insensitive(client: Client, tenant_a,
 
 def test_create_project_refused_for_project_token(client: Client, tenant_a, era: str) -> None:
     result = _call(Mcp(client, tenant_a.project_raw), era, "brain_create_project", {"name": "Sneaky"})
-    assert result["isError"] is True and result["structuredContent"]["error"]["code"] == "FORBIDDEN_PROJECT"
+    assert result["isError"] is True and error_of(result)["code"] == "FORBIDDEN_PROJECT"
     assert "user-scoped token" in result["content"][0]["text"]
     assert not Project.objects.filter(name="Sneaky").exists()
 
@@ -71,7 +71,7 @@ def test_create_project_refused_for_project_token(client: Client, tenant_a, era:
 def test_create_project_bad_arguments(client: Client, tenant_a, arguments: dict, needle: str) -> None:
     before = Project.objects.count()
     result = _call(Mcp(client, tenant_a.user_raw), "modern", "brain_create_project", arguments)
-    error = result["structuredContent"]["error"]
+    error = error_of(result)
     assert result["isError"] is True and error["code"] == "VALIDATION" and needle in error["message"]
     assert Project.objects.count() == before
 
@@ -94,7 +94,7 @@ def test_active_project_is_null_without_projects(client: Client, tenant_a, era: 
 def test_tool_calls_reject_non_object_arguments(client: Client, tenant_a) -> None:
     response = Mcp(client, tenant_a.user_raw).modern("tools/call", {"name": "brain_list_projects", "arguments": [1]})
     result = response.json()["result"]
-    assert result["isError"] and result["structuredContent"]["error"]["code"] == "VALIDATION"
+    assert result["isError"] and error_of(result)["code"] == "VALIDATION"
 
 
 def test_unknown_tool_is_a_jsonrpc_error(client: Client, tenant_a) -> None:

@@ -16,7 +16,7 @@ from mcpgw.models import McpSession
 from projects.models import AuditEvent, Project
 from sessions.models import Session, SessionEvent, SessionKnowledgeApplication
 from tests.conftest import Tenant
-from tests.mcpgw.conftest import Mcp, call_tool
+from tests.mcpgw.conftest import Mcp, call_tool, error_of
 
 pytestmark = pytest.mark.django_db
 BAD = {"nul": "\x00", "surrogate": "\ud800"}
@@ -84,7 +84,7 @@ def test_unstorable_text_is_validation_naming_the_field(
     before, other = _rows(), _tenant_rows(tenant_b)
     result = call_tool(mcp_a, tool, build(char, sid))
     assert result["isError"] is True, result
-    error = result["structuredContent"]["error"]
+    error = error_of(result)
     assert error["code"] == "VALIDATION" and _names(error["message"], field, char), error
     assert _rows() == before and _tenant_rows(tenant_b) == other
     assert Session.objects.get(pk=sid).ended_at is None  # a refused report closes nothing
@@ -96,7 +96,7 @@ def test_the_handshake_era_refuses_the_same_way(mcp_a: Mcp) -> None:
     response = mcp_a.legacy(session, "tools/call", {"name": "brain_teach_knowledge",
                                                     "arguments": {"rule": "tabs \x00 everywhere"}})
     assert response.status_code == 200
-    assert response.json()["result"]["structuredContent"]["error"]["code"] == "VALIDATION"
+    assert error_of(response.json()["result"])["code"] == "VALIDATION"
     assert _rows() == before
 
 

@@ -1,0 +1,204 @@
+"""Checking a planned action against guard rules: deterministic patterns first, stored forbidden actions
+(anti_principle) by meaning second. Reads only; the decision is stored by `knowledge.services.guard`.
+
+Rules are compiled once per scope and kept in memory until the scope's rule set changes (its count and
+latest update are checked on every call, one indexed query), so a check at 10,000 rules stays in
+milliseconds. Semantic matches only warn: a model's similarity is never grounds to refuse an action.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from django.conf import settings
+from django.db.models import Count, Max, Q
+
+from knowledge.embeddings import EmbeddingUnavailable, embed_query
+from knowledge.guard_models import GuardKind, GuardPattern, GuardSeverity
+from knowledge.models import KnowledgeItem, KnowledgeType
+
+# Cosine similarity at or above which a stored forbidden action warns (MiniLM: paraphrases of one
+# instruction score ~0.65-0.9, unrelated shell commands < 0.45). BRAIN_GUARD_SEMANTIC_THRESHOLD overrides it.
+SEMANTIC_THRESHOLD = 0.62
+EDIT_VERBS = {"edit", "write", "modify", "update", "create", "delete", "remove", "patch", "change", "touch", "open"}
+_PATHISH = re.compile(r"^[\w@.~+-]*(?:/[\w@.*+-]*)+$|^[\w@+-]+\.[A-Za-z0-9]{1,8}$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    kind: str
+    pattern: str
+    severity: str
+    text: str
+    alternative: str
+    regex: re.Pattern[str] | None = None
+
+
+@dataclass
+class Verdict:
+    allowed: bool = True
+    warnings: list[str] = field(default_factory=list)
+    blockers: list[str] = field(default_factory=list)
+    rule_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    text: str
+    command: str
+    paths: tuple[str, ...]
+
+
+def parse_action(action: str) -> ParsedAction:
+    """The command line (when the action is not a file edit) and every path-like word in it."""
+    text = " ".join(action.split())
+    try:
+        words = shlex.split(text)
+    except ValueError:  # an unbalanced quote: plain splitting is good enough to find paths
+        words = text.split()
+    is_edit = bool(words) and words[0].lower().rstrip(":") in EDIT_VERBS
+    paths = tuple(_normal_path(w) for w in words[1 if is_edit else 0:] if _PATHISH.match(w.strip(",;\"'")))
+    return ParsedAction(text=text, command="" if is_edit else text, paths=paths)
+
+
+def _normal_path(word: str) -> str:
+    word = word.strip(",;\"'")
+    return word[2:] if word.startswith("./") else word
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """`dist/**` matches everything under dist/ at any depth, also below a leading folder (`pkg/dist/x`)."""
+    glob = glob.strip().lstrip("./") or "*"
+    body = fnmatch.translate(glob.replace("**/", "\x00").replace("**", "\x01"))
+    body = body.replace("\x00", "(?:.*/)?").replace("\x01", ".*")
+    return re.compile(rf"(?:^|.*/){body}")
+
+
+def _compile(row: GuardPattern) -> Rule | None:
+    regex: re.Pattern[str] | None = None
+    try:
+        if row.kind == GuardKind.COMMAND_REGEX:
+            regex = re.compile(row.pattern)
+        elif row.kind == GuardKind.PATH_GLOB:
+            regex = glob_regex(row.pattern)
+    except re.error:
+        return None  # stored before validation existed; never fails a check
+    item = row.knowledge
+    return Rule(id=str(item.id), kind=row.kind, pattern=row.pattern, severity=row.severity,
+                text=" ".join(item.content.split()), alternative=row.alternative, regex=regex)
+
+
+def _matches(rule: Rule, parsed: ParsedAction) -> bool:
+    kind = rule.kind
+    if kind == GuardKind.COMMAND_PREFIX:
+        return bool(parsed.command) and (parsed.command == rule.pattern or parsed.command.startswith(rule.pattern + " ")
+                                          or (parsed.command.startswith(rule.pattern) and rule.pattern.endswith(" ")))
+    if kind == GuardKind.COMMAND_EXACT:
+        return bool(parsed.command) and " ".join(parsed.command.split()) == rule.pattern
+    if kind == GuardKind.COMMAND_REGEX:
+        return bool(parsed.command) and rule.regex is not None and rule.regex.search(parsed.command) is not None
+    if kind == GuardKind.PATH_GLOB:
+        return rule.regex is not None and any(rule.regex.fullmatch(p) for p in parsed.paths)
+    if kind == GuardKind.LOCK_FILE:
+        return any(PurePosixPath(p).name == rule.pattern for p in parsed.paths)
+    if kind == GuardKind.GENERATED_MARKER:
+        return rule.pattern.lower() in parsed.text.lower()
+    return False
+
+
+def guard_scope_filter(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> Q:
+    """Guard rules of one project plus the owner's own project-less ones."""
+    mine = Q(knowledge__owner_id=owner_id, knowledge__project__isnull=True)
+    live = Q(knowledge__deleted_at__isnull=True, knowledge__superseded_by__isnull=True)
+    return (Q(knowledge__project_id=project_id) | mine if project_id else mine) & live
+
+
+class _Cache:
+    """Compiled rules per scope, rebuilt when the scope's (count, latest update) changes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rules: dict[tuple[str, str], tuple[tuple[int, object], list[Rule]]] = {}
+
+    def rules(self, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> list[Rule]:
+        where = guard_scope_filter(owner_id=owner_id, project_id=project_id)
+        stamp_row = GuardPattern.objects.filter(where).aggregate(n=Count("id"), at=Max("updated_at"),
+                                                                  k=Max("knowledge__updated_at"))
+        stamp = (stamp_row["n"], (stamp_row["at"], stamp_row["k"]))
+        key = (str(owner_id), str(project_id))
+        with self._lock:
+            cached = self._rules.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        rows = GuardPattern.objects.filter(where).select_related("knowledge")
+        compiled = [r for r in (_compile(row) for row in rows) if r is not None]
+        compiled.sort(key=lambda r: (r.severity != GuardSeverity.BLOCK, r.id))
+        with self._lock:
+            self._rules[key] = (stamp, compiled)
+        return compiled
+
+
+CACHE = _Cache()
+
+
+def _describe(rule: Rule) -> str:
+    text = f"{rule.text} (rule {rule.id}, {rule.kind} {rule.pattern!r})"
+    return f"{text}; instead: {rule.alternative}" if rule.alternative else text
+
+
+def deterministic_verdict(rules: Sequence[Rule], parsed: ParsedAction) -> Verdict:
+    verdict = Verdict()
+    for rule in rules:
+        if not _matches(rule, parsed):
+            continue
+        verdict.rule_ids.append(rule.id)
+        if rule.severity == GuardSeverity.BLOCK:
+            verdict.blockers.append(_describe(rule))
+        else:
+            verdict.warnings.append(_describe(rule))
+    verdict.allowed = not verdict.blockers
+    return verdict
+
+
+def semantic_threshold() -> float:
+    value = getattr(settings, "BRAIN_GUARD_SEMANTIC_THRESHOLD", None)
+    return SEMANTIC_THRESHOLD if value is None else float(value)
+
+
+def semantic_warnings(*, owner_id: uuid.UUID, project_ids: Sequence[uuid.UUID], action: str,
+                      skip: set[str]) -> list[tuple[str, str]]:
+    """(id, warning) for stored forbidden actions close in meaning to `action`; empty when embeddings are off."""
+    try:
+        vector, model = embed_query(action)
+    except EmbeddingUnavailable:
+        return []
+    from pgvector.django import CosineDistance
+
+    scope = Q(project_id__in=list(project_ids)) | Q(owner_id=owner_id, project__isnull=True)
+    rows = (KnowledgeItem.objects.filter(scope, type=KnowledgeType.ANTI_PRINCIPLE, deleted_at__isnull=True,
+                                         superseded_by__isnull=True, embedding_model=model)
+            .annotate(distance=CosineDistance("embedding", vector)).order_by("distance")[:3])
+    limit = 1.0 - semantic_threshold()
+    return [(str(r.id), f"Close to a stored forbidden action: {' '.join(r.content.split())} (knowledge {r.id}, "
+             f"similarity {1 - r.distance:.2f})") for r in rows if r.distance <= limit and str(r.id) not in skip]
+
+
+def guard_check(*, owner_id: uuid.UUID, project_id: uuid.UUID | None, action: str,
+                semantic: bool = True) -> Verdict:
+    parsed = parse_action(action)
+    verdict = deterministic_verdict(CACHE.rules(owner_id, project_id), parsed)
+    if semantic:
+        projects = [project_id] if project_id else []
+        for rid, warning in semantic_warnings(owner_id=owner_id, project_ids=projects, action=parsed.text,
+                                              skip=set(verdict.rule_ids)):
+            verdict.rule_ids.append(rid)
+            verdict.warnings.append(warning)
+    return verdict

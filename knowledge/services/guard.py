@@ -1,0 +1,81 @@
+"""Guard rules (knowledge of type `guard` with a pattern) and the stored guard decisions."""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import re
+
+from django.db import transaction
+
+from brain.errors import ValidationFailed
+from brain.logs import log_op
+from brain.text import text_storable
+from knowledge.guard_models import (
+    GUARD_ACTION_MAX,
+    GUARD_PATTERN_MAX,
+    GuardDecision,
+    GuardKind,
+    GuardPattern,
+    GuardSeverity,
+)
+from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.selectors.guard import Verdict, guard_check
+from knowledge.services.create import KnowledgeDraft, knowledge_create
+from projects.models import Project, User
+
+logger = logging.getLogger(__name__)
+
+
+def _check_pattern(kind: str, pattern: str) -> None:
+    if kind not in GuardKind.values:
+        raise ValidationFailed(f"kind must be one of {', '.join(GuardKind.values)}; got {kind!r}")
+    if not pattern.strip() or len(pattern) > GUARD_PATTERN_MAX:
+        raise ValidationFailed(f"pattern must be 1-{GUARD_PATTERN_MAX} characters")
+    if kind == GuardKind.COMMAND_REGEX:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValidationFailed(f"pattern is not a valid regular expression: {exc}") from None
+    if kind == GuardKind.PATH_GLOB:
+        fnmatch.translate(pattern)
+
+
+def guard_rule_add(
+    *, owner: User, project: Project | None, kind: str, pattern: str, text: str,
+    severity: str = GuardSeverity.BLOCK, alternative: str = "", source: str = "taught",
+) -> KnowledgeItem:
+    """Stores one guard rule: its text as a knowledge item of type `guard`, its pattern beside it."""
+    text_storable(kind=kind, pattern=pattern, text=text, severity=severity, alternative=alternative)
+    _check_pattern(kind, pattern)
+    if severity not in GuardSeverity.values:
+        raise ValidationFailed(f"severity must be one of {', '.join(GuardSeverity.values)}; got {severity!r}")
+    draft = KnowledgeDraft(content=text, type=KnowledgeType.GUARD, trigger=pattern, rationale=alternative,
+                           tags=[f"guard:{kind}"], source=source, confidence=1.0)
+    with transaction.atomic():
+        item = knowledge_create(owner=owner, project=project, draft=draft)
+        GuardPattern.objects.create(knowledge=item, kind=kind, pattern=pattern.strip(), severity=severity,
+                                    alternative=alternative.strip())
+    log_op(logger, "guard.rule_add", kind=kind, severity=severity, project=str(project.id)[:8] if project else None)
+    return item
+
+
+def guard_alternative_set(*, rule: GuardPattern, alternative: str) -> None:
+    text_storable(alternative=alternative)
+    rule.alternative = alternative.strip()
+    rule.save(update_fields=["alternative", "updated_at"])
+
+
+def guard_decide(*, owner: User, project: Project | None, action: str) -> Verdict:
+    """Checks `action`, stores the decision and logs `op=guard.decision`."""
+    text_storable(action=action)
+    if not action.strip():
+        raise ValidationFailed("action must not be empty: pass the command or the file edit you plan")
+    if len(action) > GUARD_ACTION_MAX:
+        raise ValidationFailed(f"action is limited to {GUARD_ACTION_MAX} characters")
+    verdict = guard_check(owner_id=owner.id, project_id=project.id if project else None, action=action)
+    GuardDecision.objects.create(owner=owner, project=project, action=action.strip(), allowed=verdict.allowed,
+                                 warnings=verdict.warnings, blockers=verdict.blockers, rule_ids=verdict.rule_ids)
+    log_op(logger, "guard.decision", allowed=verdict.allowed, blockers=len(verdict.blockers),
+           warnings=len(verdict.warnings), project=str(project.id)[:8] if project else None)
+    return verdict

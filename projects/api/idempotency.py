@@ -1,0 +1,95 @@
+"""`Idempotency-Key` on every POST of /api/v1: a retried create answers its first response (with
+`Idempotent-Replayed: true`) and stores nothing new. Refusals (4xx/5xx) are not remembered, so a corrected
+retry runs. The key is per caller (token, or user for the browser session) and per route.
+
+A minted token's secret is never stored: replaying that key answers 409 naming the token already minted."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from ninja.errors import HttpError
+
+from brain.errors import Conflict
+from projects.api.auth import API_AUTH
+from projects.scope import Principal
+from projects.services.idempotency import KEY_MAX, Answer, idempotent_write, request_fingerprint
+
+HEADER = "Idempotency-Key"
+SECRET_ROUTES = ("/api/v1/tokens",)  # answers carrying a secret shown once
+View = Callable[..., HttpResponseBase]
+
+
+def _envelope(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message, "details": details or {}}}, status=status)
+
+
+def _principal(request: HttpRequest) -> Principal | None:
+    """The caller as the API would authenticate it; None lets the view give its own 401/403."""
+    for auth in API_AUTH:
+        try:
+            found = auth(request)
+        except HttpError:
+            return None
+        if isinstance(found, Principal):
+            return found
+    return None
+
+
+def _key_problem(key: str) -> str | None:
+    if not 0 < len(key) <= KEY_MAX or not all("\x21" <= ch <= "\x7e" for ch in key):
+        return f"{HEADER} must be 1 to {KEY_MAX} printable ASCII characters without spaces (a UUID works)"
+    return None
+
+
+def _answer(response: HttpResponseBase) -> Answer:
+    kept = 200 <= response.status_code < 300 and "json" in response.get("Content-Type", "")
+    body = json.loads(getattr(response, "content", b"") or b"null") if kept else None
+    return Answer(status=response.status_code, body=body, keep=kept)
+
+
+def _replayed(request: HttpRequest, answer: Answer) -> JsonResponse:
+    if request.path.startswith(SECRET_ROUTES):
+        minted = answer.body.get("id") if isinstance(answer.body, dict) else None
+        return _envelope(409, Conflict.code, "this Idempotency-Key already minted a token; its secret was shown "
+                         "once. Use or revoke that token", {"tokenId": minted})
+    response = JsonResponse(answer.body, status=answer.status, safe=False)
+    response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def idempotent_view(view: View) -> View:
+    """Wraps a ninja view: POSTs with an Idempotency-Key run once per caller, route and key."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        key = request.headers.get(HEADER)
+        if request.method != "POST" or key is None:
+            return view(request, *args, **kwargs)
+        if problem := _key_problem(key):
+            return _envelope(400, "VALIDATION", problem, {"header": HEADER})
+        principal = _principal(request)
+        if principal is None:
+            return view(request, *args, **kwargs)
+        fingerprint = request_fingerprint(request.path.encode() + b"\n" + request.body)
+        seen: list[HttpResponseBase] = []
+
+        def run() -> Answer:
+            seen.append(view(request, *args, **kwargs))
+            answer = _answer(seen[0])
+            if answer.keep and request.path.startswith(SECRET_ROUTES) and isinstance(answer.body, dict):
+                return Answer(status=answer.status, body={"id": answer.body.get("id")})  # never the secret
+            return answer
+
+        try:
+            answer = idempotent_write(principal=principal, scope=f"POST {request.path}"[:200], key=key,
+                                      fingerprint=fingerprint, run=run)
+        except Conflict as exc:
+            return _envelope(409, exc.code, exc.message, exc.details)
+        return _replayed(request, answer) if answer.replayed else seen[0]
+
+    return wrapped

@@ -1,0 +1,142 @@
+"""The implicit current session of the Cognibrain tools: one open agent session per user and project,
+opened by the first call (client type `cognibrain`), closed by cognibrain_session_end through the same
+outcome path as brain_report_session_outcome, or by the sweep after 2 idle hours as abandoned."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import Max
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
+
+from brain.errors import ValidationFailed
+from brain.logs import log_op
+from brain.text import text_storable
+from knowledge.models import KnowledgeItem
+from projects.models import PROJECT_NAME_MAX, Project
+from projects.scope import Principal
+from projects.selectors.accounts import projects_visible
+from projects.services.resolve import project_resolve
+from sessions.models import Session, SessionEvent
+from sessions.services.events import session_start
+from sessions.services.outcome import OutcomeReport, SessionClosed, session_report_outcome
+
+logger = logging.getLogger(__name__)
+CLIENT_TYPE = "cognibrain"
+IDLE_AFTER = timedelta(hours=2)
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)?$")
+
+
+def task_tag(session: Session) -> str:
+    """The tag of memories stored with scope `task`: they live as long as this session."""
+    return f"task:{session.id}"
+
+
+def _lock(*keys: object) -> None:
+    # One current session per (user, project), even when two first calls race.
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ["cognibrain:" + ":".join(map(str, keys))])
+
+
+def _repo_project(principal: Principal, repo: str) -> Project:
+    if not _REPO.match(repo) or len(repo) > PROJECT_NAME_MAX:
+        raise ValidationFailed(f"repo must look like owner/name (letters, digits, . _ -); got {repo[:80]!r}")
+    found = projects_visible(principal=principal).filter(name__iexact=repo).first()
+    return found or project_resolve(principal=principal, project_name=repo).project
+
+
+def _open_of(principal: Principal) -> Session | None:
+    return (Session.objects.filter(user=principal.user, client_type=CLIENT_TYPE, ended_at__isnull=True,
+                                   project__in=projects_visible(principal=principal))
+            .order_by("-started_at").first())
+
+
+def current_project(*, principal: Principal, repo: str | None = None) -> Project:
+    """The token's project; else `repo` by name in the caller's orgs (created on first use); else the
+    project of the caller's open Cognibrain session; else the brain tools' fallback."""
+    text_storable(repo=repo)
+    if principal.is_project_scoped or (repo is None or not repo.strip()):
+        if not principal.is_project_scoped and (open_now := _open_of(principal)) is not None:
+            return open_now.project
+        return project_resolve(principal=principal).project
+    return _repo_project(principal, repo.strip())
+
+
+def session_current_open(*, principal: Principal) -> Session | None:
+    """The caller's open current session (the token's project for a project-scoped token), or None."""
+    if principal.is_project_scoped:
+        project = current_project(principal=principal)
+        return (Session.objects.filter(user=principal.user, project=project, client_type=CLIENT_TYPE,
+                                       ended_at__isnull=True).order_by("-started_at").first())
+    return _open_of(principal)
+
+
+def session_current(*, principal: Principal, repo: str | None = None) -> Session:
+    """The open current session of the caller in the resolved project, opened when there is none."""
+    project = current_project(principal=principal, repo=repo)
+    with transaction.atomic():
+        _lock(principal.user.id, project.id)
+        found = (Session.objects.filter(user=principal.user, project=project, client_type=CLIENT_TYPE,
+                                        ended_at__isnull=True).order_by("-started_at").first())
+        if found is not None:
+            return found
+        session = session_start(user=principal.user, project=project, client_type=CLIENT_TYPE, prompt="")
+    log_op(logger, "cognibrain.session_open", session=str(session.id)[:8], project=str(project.id)[:8])
+    return session
+
+
+def _failures(session: Session) -> list[str]:
+    rows = SessionEvent.objects.filter(session=session, event_type="error", payload__kind="command_outcome")
+    return [f"{r.payload.get('command', '')}: {str(r.payload.get('stderr', ''))[:200]}" for r in rows[:20]]
+
+
+def _last_command_ok(session: Session) -> bool:
+    last = (SessionEvent.objects.filter(session=session, payload__kind="command_outcome")
+            .order_by("-occurred_at").first())
+    return last is None or last.event_type != "error"
+
+
+def task_memories_drop(*, session: Session) -> int:
+    return KnowledgeItem.objects.filter(tags__contains=[task_tag(session)], deleted_at__isnull=True).update(
+        deleted_at=timezone.now())
+
+
+@dataclass(frozen=True)
+class Ended:
+    session: Session
+    closed: SessionClosed
+
+
+def session_current_end(*, principal: Principal, session: Session, abandoned: bool = False) -> Ended:
+    """Closes the session through the outcome path: success unless its last command failed (or abandoned)."""
+    failures = _failures(session)
+    report = OutcomeReport(
+        success=not abandoned and _last_command_ok(session), errors=failures[:20],
+        summary="abandoned: idle for 2 hours" if abandoned else "closed by cognibrain_session_end",
+        extra={"abandoned": True} if abandoned else {},
+    )
+    closed = session_report_outcome(principal=principal, session_id=str(session.id), report=report)
+    task_memories_drop(session=session)
+    log_op(logger, "cognibrain.session_end", session=str(session.id)[:8], abandoned=abandoned,
+           sqs=closed.scores.sqs)
+    return Ended(session, closed)
+
+
+def cognibrain_sessions_sweep(*, now: datetime | None = None) -> int:
+    """Closes every current session idle for IDLE_AFTER as abandoned; returns how many."""
+    cutoff = (now or timezone.now()) - IDLE_AFTER
+    idle = (Session.objects.filter(client_type=CLIENT_TYPE, ended_at__isnull=True)
+            .annotate(seen=Greatest("started_at", Coalesce(Max("events__occurred_at"), "started_at")))
+            .filter(seen__lt=cutoff).select_related("user"))
+    count = 0
+    for session in idle:
+        session_current_end(principal=Principal(user=session.user), session=session, abandoned=True)
+        count += 1
+    if count:
+        log_op(logger, "cognibrain.sweep", closed=count)
+    return count

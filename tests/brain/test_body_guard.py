@@ -1,0 +1,104 @@
+"""A refused body (413 over the cap, 401 before reading) never breaks the next request on the connection.
+Driven over a raw socket against the server `brain serve` runs (gunicorn, gthread workers)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import Tenant
+from tests.support.proc import database_url_for_children, free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def web(tenant_a: Tenant) -> Iterator[int]:
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": database_url_for_children(), "BRAIN_MCP_MAX_BODY_BYTES": "1000000"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "brain.wsgi:application", "--bind", f"127.0.0.1:{port}",
+         "--workers", "1", "--worker-class", "gthread", "--threads", "4", "--log-level", "warning"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _response(sock: socket.socket) -> tuple[bytes, dict[str, str], bytes]:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"", {}, b""
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    lines = head.split(b"\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in (ln.decode().split(":", 1) for ln in lines[1:])}
+    while len(body) < int(headers.get("content-length", "0")):
+        body += sock.recv(65536)
+    return lines[0], headers, body
+
+
+def _post_then_get(port: int, path: str, size: int, token: str | None) -> tuple[tuple[bytes, dict[str, str], bytes],
+                                                                               bytes | None]:
+    """POSTs a body of `size` bytes, reads the answer, then sends a GET on the same connection; returns the
+    first answer and the second status line (None when the server closed the connection cleanly)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "x" * size}).encode()
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\n{auth}Content-Length: {len(body)}\r\n\r\n").encode()
+    sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # the server may stop reading a refused body; the answer counts
+            sock.sendall(head + body)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    first = _response(sock)
+    sender.join(20)
+    try:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        second = _response(sock)[0] or None
+    except OSError:
+        second = None
+    sock.close()
+    return first, second
+
+
+def test_a_refused_body_is_drained_or_the_connection_closed(web: int, tenant_a: Tenant) -> None:
+    # over the MCP cap, small enough to drain: refused in JSON-RPC, the connection stays usable
+    (status, headers, body), second = _post_then_get(web, "/mcp", 2_000_000, tenant_a.user_raw)
+    assert status.startswith(b"HTTP/1.1 413") and json.loads(body)["error"]["code"] == -32600
+    assert second is not None and second.startswith(b"HTTP/1.1 200")
+    # refused before reading (no token): the body is drained all the same
+    (status, _, body), second = _post_then_get(web, "/mcp", 2_000_000, None)
+    assert status.startswith(b"HTTP/1.1 401") and "error" in json.loads(body)
+    assert second is not None and second.startswith(b"HTTP/1.1 200")
+    # REST over Django's upload cap: the error envelope, then the next request is answered
+    (status, _, body), second = _post_then_get(web, "/api/v1/knowledge", 3_000_000, tenant_a.user_raw)
+    assert status.startswith(b"HTTP/1.1 413") and json.loads(body)["error"]["code"] == "VALIDATION"
+    assert second is not None and second.startswith(b"HTTP/1.1 200")
+    # too large to drain: the answer says Connection: close and the connection is closed cleanly
+    (status, headers, body), second = _post_then_get(web, "/mcp", 9_000_000, tenant_a.user_raw)
+    assert status.startswith(b"HTTP/1.1 413") and headers.get("connection") == "close"
+    assert json.loads(body)["error"]["code"] == -32600 and second is None
