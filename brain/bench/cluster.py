@@ -134,6 +134,21 @@ def _drive(topo: Topology, token: str, args: argparse.Namespace, say: Any) -> tu
     return ledger, faults, probes, time.monotonic() - started
 
 
+def _commits(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _job_rate(url: str, sessions: set[str]) -> float:
+    """Jobs finished per second while they were running (a lower bound of what the workers sustain)."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*), extract(epoch FROM max(finished_at) - min(finished_at)) "
+                           "FROM agent_sessions_sessionjob WHERE status = 'done' AND session_id::text = ANY(%s)",
+                           [list(sessions)]).fetchone()
+    return round(float(row[0]) / float(row[1]), 1) if row and row[1] else 0.0
+
+
 def _wait_jobs(url: str, sessions: set[str], wait_s: float, say: Any) -> dict[str, int]:
     """Waits until every job of every acknowledged close is done (or failed); returns counts by status."""
     deadline = time.monotonic() + wait_s
@@ -262,6 +277,8 @@ def render(report: dict[str, Any]) -> str:
         c = report["closes_while_redis_down"]
         lines.append(f"session closes while Redis was down: {c['calls']} calls, {c['failed']} failed")
     lines.append(f"longest recovery: {report['recovery_s']:.2f} s")
+    lines.append(f"database: {report['db_commits_per_s']} commits/s during the run; workers finished "
+                 f"{report['jobs_per_s']} jobs/s")
     return "\n".join(lines)
 
 
@@ -286,10 +303,14 @@ def run(args: argparse.Namespace) -> int:
         say("topology ready; creating the bench user and token")
         token = _setup_token(topo.env)
         say(f"serving at {topo.url}; {args.agents} agents for {args.minutes} min")
-        ledger, faults, probes, wall = _drive(topo, token, args, say)
         assert topo.pg is not None
+        commits = _commits(topo.pg.url)
+        ledger, faults, probes, wall = _drive(topo, token, args, say)
+        db_commits_per_s = round((_commits(topo.pg.url) - commits) / wall, 1)
         jobs = _wait_jobs(topo.pg.url, ledger.closes, args.jobs_wait_s, say)
         report = summarise(ledger, faults, probes, wall, check_ledger(topo.pg.url, ledger), jobs, args)
+        report["db_commits_per_s"] = db_commits_per_s
+        report["jobs_per_s"] = _job_rate(topo.pg.url, ledger.closes)
     finally:
         topo.stop()
         if not args.keep:

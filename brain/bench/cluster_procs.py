@@ -32,7 +32,10 @@ defaults
     timeout client 120s
     timeout server 120s
     # A replica busy with real work answers its check late; only a dead or hung one should leave the pool.
-    timeout check 3s
+    timeout check 5s
+    # Requests beyond a replica's threads wait here, not in gunicorn's backlog, so a saturated replica still
+    # answers its health check and is not taken out of rotation for being busy.
+    timeout queue 60s
     # A connection refused by a dead replica is tried again on another one (the request was never sent,
     # so this cannot duplicate a write); requests already sent are never re-sent.
     retries 3
@@ -227,7 +230,8 @@ class Topology:
 
     def _start_haproxy(self) -> None:
         self.lb_port = free_port()
-        servers = "\n".join(f"    server web{i + 1} 127.0.0.1:{port} check inter 1s fall 2 rise 2"
+        slots = 2 * self.web_threads - 1  # 2 gunicorn workers x threads, one left for the health check
+        servers = "\n".join(f"    server web{i + 1} 127.0.0.1:{port} maxconn {slots} check inter 1s fall 3 rise 2"
                             for i, port in enumerate(self.replica_ports))
         cfg = self.root / "haproxy.cfg"
         cfg.write_text(HAPROXY_CFG.format(port=self.lb_port, servers=servers))
