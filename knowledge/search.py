@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from brain.logs import log_op
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
 from knowledge.models import TS_CONFIG
-from knowledge.term_stats import generating_terms, term_stats
+from knowledge.term_stats import TermStats, generating_terms, term_stats
 
 logger = logging.getLogger(__name__)
 
@@ -28,15 +28,20 @@ MODES: tuple[Mode, ...] = ("hybrid", "fts", "vector")
 # index must list) in the caller's scope, plus the rows matching the whole query; at most FTS_SCAN_CAP of each.
 FTS_POSTINGS_BUDGET = 20000
 FTS_SCAN_CAP = 500
+# A scope of at most this many rows is searched exactly: every distance computed (no HNSW walk) and every
+# full-text match scored (no candidate cap). One project's sessions or knowledge are usually this small.
+EXACT_ROWS = 10000
+# BM25's term-frequency saturation (the customary 1.2).
+BM25_K1 = 1.2
 # BM25's length normalisation: 0 ignores length, 1 divides by relative length. 0.75 is BM25's customary
 # value; on LongMemEval dev120 it raised full-text turn recall@10 from 0.778 to 0.812 (docs/benchmarks.md).
 BM25_B = 0.75
-# The same normalisation on cosine similarity (`Fusion.vector_length_b`). A long text's mean-pooled vector
-# drifts toward the conversation's general topic, so it sits fairly close to every question about that
-# topic and crowds out the short text that states the fact. On LongMemEval dev120 every value from 0.1 to
-# 0.5 raised hybrid turn recall@10 from 0.891 to 0.902-0.910 (docs/benchmarks.md); 0.2 is the smallest value
-# that reaches the top of that plateau, and it gives vector search alone its best figures too.
-VECTOR_LENGTH_B = 0.2
+# The same normalisation on cosine similarity (`Fusion.vector_length_b`), off by default. On LongMemEval dev120
+# b = 0.2 raised hybrid turn recall@10 from 0.891 to 0.908 (long assistant turns drift toward the topic), but on
+# short speaker-prefixed chat (REALTALK) it lifted one-line turns ("Haha yes") over the facts and cut vector
+# turn recall@10 from 0.414 (exact cosine) to 0.259, and a one-sided variant (penalise long rows only) still
+# gave 0.314 (docs/benchmarks.md, issue 16). The vector list is now plain cosine, never below exact search.
+VECTOR_LENGTH_B = 0.0
 # The longest search query any interface accepts (characters).
 QUERY_MAX = 2000
 # Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
@@ -75,6 +80,7 @@ class Fusion:
     max_distance: float = 0.75
     fts_postings: int = FTS_POSTINGS_BUDGET
     vector_length_b: float = VECTOR_LENGTH_B
+    exact_rows: int = EXACT_ROWS  # scopes of at most this many rows are searched exactly (0: never)
 
 
 @dataclass
@@ -106,10 +112,16 @@ def _length_pivot(b: str, length: str, average: str) -> str:
     return f"(1 - {b} + {b} * {length} / {average})"
 
 
-def _vec_cte(table: str, scope: Scope) -> str:
-    """The nearest rows by cosine distance (HNSW), ranked by their similarity normalised for length the way
+def _vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
+    """The nearest rows by cosine distance, ranked by their similarity normalised for length the way
     BM25 normalises term frequency: divided by 1 - b + b * length / average length, where length counts
-    distinct lexemes (as the full-text side does) and the average is over these nearest rows."""
+    distinct lexemes (as the full-text side does) and the average is over these nearest rows.
+
+    `exact`: a scope of at most EXACT_ROWS rows is ranked by computing every distance (the `+ 0` keeps the
+    planner off the HNSW index). The index serves the whole table: under a filter to one small project its
+    graph walk meets mostly other projects' rows, and even with iterative scans it returned a third fewer
+    of the true nearest turns than exact search on short dialogue turns (docs/benchmarks.md)."""
+    order = "(t.embedding <=> %(qvec)s::vector) + 0" if exact else "t.embedding <=> %(qvec)s::vector"
     return f"""
         SELECT id, row_number() OVER (ORDER BY (1 - dist) / {_length_pivot("%(lenb)s", "len", "avg_len")} DESC, id)
                AS rnk, dist
@@ -117,49 +129,54 @@ def _vec_cte(table: str, scope: Scope) -> str:
             SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist, greatest(length(t.search_vector), 1) AS len
             FROM {table} t
             WHERE {scope.sql} AND t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s
-            ORDER BY t.embedding <=> %(qvec)s::vector LIMIT %(n)s) nearest
+            ORDER BY {order} LIMIT %(n)s) nearest
         WHERE dist <= %(maxdist)s) v"""  # noqa: S608 - names and fixed SQL only; values are parameters
 
 
 def _fts_ctes(table: str, scope: Scope) -> str:
-    """Full-text candidates scored BM25-style: for each query term, ts_rank (a term frequency that already
-    saturates) divided by BM25's length normalisation (b = BM25_B; lengths are distinct lexemes, relative to
-    the candidates' average), times an inverse document frequency measured among the candidates.
-    Without the IDF, words that occur everywhere outrank the rare words that identify the answer; without
-    the length normalisation, long texts that mention everything outrank the short one that answers.
+    """Full-text candidates scored by Okapi BM25: for each query term, its count in the row (from the
+    tsvector's positions) saturated by BM25_K1 and normalised by the row's length in tokens relative to
+    the candidates' average (b = BM25_B), times the term's inverse document frequency in the caller's scope
+    (`scope_n` rows; the term's rows among the candidates, or the statistics' estimate when the candidate
+    pool was capped). An IDF measured inside the pool alone inverted the weights: the pool is made of the
+    rows holding the query's rarer terms, so in it those terms looked common and common words looked rare.
 
     Candidates are the rows holding any of the generating terms (the rarer query terms, see
     `knowledge.term_stats`) plus the rows matching the whole query (which `websearch_to_tsquery` may widen
-    with "or"), at most FTS_SCAN_CAP of each, so the best full-text hits survive even when common words
-    match much of the table; every query term scores."""
+    with "or"), at most `fts_cap` of each: every matching row of a small scope (EXACT_ROWS), FTS_SCAN_CAP
+    otherwise, so the best full-text hits survive even when common words match much of the table."""
     # Both tsqueries reach the planner as constants, so it can weigh the GIN index against the scope's
     # own indexes (a small project is cheaper to scan than a common term's posting list).
     tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
+    pivot = _length_pivot(str(BM25_B), "h.len", "n.avg_len")
+    tokens = "(SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 1) FROM unnest(m.sv) u)"
     return f"""
     fts_pool AS (
-        SELECT DISTINCT ON (m.id) m.id, m.sv, length(m.sv) AS len FROM (
+        SELECT DISTINCT ON (m.id) m.id, m.sv, {tokens} AS len FROM (
             (SELECT t.id, t.search_vector AS sv FROM {table} t
-             WHERE {scope.sql} AND t.search_vector @@ %(tsq_gen)s::tsquery LIMIT {FTS_SCAN_CAP})
+             WHERE {scope.sql} AND t.search_vector @@ %(tsq_gen)s::tsquery LIMIT %(fts_cap)s)
             UNION ALL
             (SELECT t.id, t.search_vector AS sv FROM {table} t
-             WHERE {scope.sql} AND t.search_vector @@ {tsq_all} LIMIT {FTS_SCAN_CAP})
+             WHERE {scope.sql} AND t.search_vector @@ {tsq_all} LIMIT %(fts_cap)s)
         ) m ORDER BY m.id),
+    fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1) AS avg_len FROM fts_pool),
     fts_hits AS (
-        SELECT p.id, x.lex, count(*) OVER (PARTITION BY x.lex) AS df,
-               ts_rank(p.sv, x.tq, 0) / {_length_pivot(str(BM25_B), "p.len", "(SELECT avg(len) FROM fts_pool)")} AS tf
-        FROM fts_pool p
-        JOIN (SELECT DISTINCT lex, quote_literal(lex)::tsquery AS tq FROM unnest(%(lexemes)s::text[]) AS lex) x
-          ON p.sv @@ x.tq),
+        SELECT p.id, coalesce(array_length(u.positions, 1), 1)::float8 AS tf, p.len, e.est,
+               count(*) OVER (PARTITION BY u.lexeme) AS df
+        FROM fts_pool p CROSS JOIN LATERAL unnest(p.sv) u
+        JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = u.lexeme),
     fts AS (
         SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score FROM (
-            SELECT h.id, sum(h.tf * ln(1.0 + (SELECT count(*) FROM fts_pool)::float8 / h.df)) AS score
-            FROM fts_hits h GROUP BY h.id) scored
+            SELECT h.id, sum(ln(1.0 + (n.n - greatest(h.df, h.est) + 0.5) / (greatest(h.df, h.est) + 0.5))
+                             * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * {pivot}))
+                   AS score
+            FROM fts_hits h CROSS JOIN fts_n n GROUP BY h.id) scored
         ORDER BY score DESC, id LIMIT %(n)s)"""  # noqa: S608
 
 
-def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool) -> str:
+def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool, exact: bool) -> str:
     return f"""
-    WITH vec AS ({_vec_cte(table, scope) if use_vec else _EMPTY_VEC}),
+    WITH vec AS ({_vec_cte(table, scope, exact=exact) if use_vec else _EMPTY_VEC}),
     {_fts_ctes(table, scope) if use_fts else f"fts AS ({_EMPTY_FTS})"},
     fused AS (
         SELECT COALESCE(vec.id, fts.id) AS fused_id, vec.rnk AS vec_rank, vec.dist AS vec_distance,
@@ -199,11 +216,14 @@ def hybrid_candidates(
         "n": fusion.candidates, "maxdist": fusion.max_distance, "k": float(fusion.rrf_k),
         "wv": weight_v, "wf": weight_f, "lenb": fusion.vector_length_b,
     }
-    sql = _sql(table, columns, scope, use_vec=use_vec, use_fts=use_fts)
     with transaction.atomic(), connection.cursor() as cursor:
+        stats = term_stats(table)
+        scope_n, exact = _scope_rows(cursor, table, scope, stats, fusion.exact_rows)
+        sql = _sql(table, columns, scope, use_vec=use_vec, use_fts=use_fts, exact=exact)
+        params["scope_n"] = scope_n
         if use_fts:
-            params.update(_fts_terms(cursor, table, query, scope, fusion.fts_postings))
-        if use_vec:
+            params.update(_fts_terms(cursor, query, stats, scope_n, exact, fusion))
+        if use_vec and not exact:
             # Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8). Both settings
             # are transaction-local (like SET LOCAL) and sent in one round trip.
             cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
@@ -216,14 +236,31 @@ def hybrid_candidates(
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
 
 
-def _fts_terms(cursor: Any, table: str, query: str, scope: Scope, budget: int) -> dict[str, Any]:
-    """The query's lexemes (all of them score) and the rarer ones that generate candidates."""
+def _scope_rows(cursor: Any, table: str, scope: Scope, stats: TermStats, limit: int) -> tuple[float, bool]:
+    """The scope's row count and whether it is small enough (`limit` rows) for exact search. A scope the
+    statistics put well above the limit is not counted; a smaller one is counted, at most `limit` + 1
+    rows (the scope's own indexes, a few milliseconds)."""
+    estimate = stats.scope_rows(scope.project_ids, unassigned=scope.unassigned)
+    if limit <= 0 or estimate > 4 * limit:
+        return estimate, False
+    cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s",  # noqa: S608
+                   scope.params)
+    counted = float(cursor.fetchone()[0])
+    return (counted, True) if counted <= limit else (max(estimate, counted), False)
+
+
+def _fts_terms(cursor: Any, query: str, stats: TermStats, scope_n: float, exact: bool,
+               fusion: Fusion) -> dict[str, Any]:
+    """The query's lexemes (all of them score), the ones that generate candidates (all of them in a small
+    scope, else the rarer ones), the pool cap, and each lexeme's estimated rows in the scope, which stands
+    in for its count in a capped pool (0: the pool holds every matching row, its own count is exact)."""
     cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %s))", [query])
     lexemes = list(cursor.fetchone()[0])
-    stats = term_stats(table)
-    scope_rows = stats.scope_rows(scope.project_ids, unassigned=scope.unassigned)
-    generating = generating_terms(lexemes, stats, budget, scope_rows)
-    return {"lexemes": lexemes, "tsq_gen": " | ".join(map(_tsquery_lexeme, generating)) or None}
+    generating = lexemes if exact else generating_terms(lexemes, stats, fusion.fts_postings, scope_n)
+    estimates = [0.0 if exact else stats.lexeme_share(lex) * scope_n for lex in lexemes]
+    cap = max(fusion.exact_rows, FTS_SCAN_CAP) if exact else FTS_SCAN_CAP
+    return {"lexemes": lexemes, "lex_df": estimates, "fts_cap": cap,
+            "tsq_gen": " | ".join(map(_tsquery_lexeme, generating)) or None}
 
 
 def _tsquery_lexeme(lexeme: str) -> str:

@@ -67,28 +67,30 @@ def test_statistics_come_from_the_table(tenant_a: Tenant, tenant_b: Tenant, anal
     assert stats.scope_rows([tenant_b.project.id], unassigned=False) == pytest.approx(3, abs=2)
 
 
-def _fts_candidates(tenant: Tenant, query: str, budget: int) -> list[str]:
+def _fts_scored(tenant: Tenant, query: str, budget: int) -> dict[str, float]:
     found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query=query, mode="fts",
                               scope=knowledge_scope(principal=tenant.principal),
-                              fusion=Fusion(candidates=200, fts_postings=budget))
-    return [cand.row["content"] for cand in found.candidates]
+                              fusion=Fusion(candidates=200, fts_postings=budget, exact_rows=0))
+    return {cand.row["content"]: float(cand.fts_score or 0) for cand in found.candidates}
 
 
 def test_common_terms_score_but_do_not_generate(tenant_a: Tenant, tenant_b: Tenant, analysed: None) -> None:
     # "deploy" (~123 estimated postings) generates candidates only under a budget that admits it.
-    assert len(_fts_candidates(tenant_a, "deploy kubernetes", budget=1000)) == 121
-    tight = _fts_candidates(tenant_a, "deploy kubernetes", budget=10)
-    # Only kubernetes rows are candidates, and "deploy" still scores: the rows holding both come first.
-    assert [("Deploy" in text) for text in tight] == [True, True, True, False]
-    assert all("kubernetes" in text for text in tight)
+    assert len(_fts_scored(tenant_a, "deploy kubernetes", budget=1000)) == 121
+    tight = _fts_scored(tenant_a, "deploy kubernetes", budget=10)
+    # Only kubernetes rows are candidates, and "deploy" still scores: it adds to the rows holding both.
+    assert len(tight) == 4 and all("kubernetes" in text for text in tight)
+    alone = _fts_scored(tenant_a, "kubernetes", budget=10)
+    assert all(tight[text] > alone[text] for text in tight if "Deploy" in text)
+    assert all(tight[text] == pytest.approx(alone[text]) for text in tight if "Deploy" not in text)
     theirs = knowledge_search(principal=tenant_b.principal, query="deploy kubernetes", mode="fts",
-                              fusion=Fusion(fts_postings=10))
+                              fusion=Fusion(fts_postings=10, exact_rows=0))
     assert len(theirs.hits) == 3 and all(hit.project_id == tenant_b.project.id for hit in theirs.hits)
 
 
 def test_a_query_of_common_words_still_finds_rows(tenant_a: Tenant, analysed: None) -> None:
     result = knowledge_search(principal=tenant_a.principal, query="deploy", mode="fts", limit=3,
-                              fusion=Fusion(fts_postings=10))
+                              fusion=Fusion(fts_postings=10, exact_rows=0))
     assert len(result.hits) == 3 and all("Deploy" in hit.content for hit in result.hits)
 
 
