@@ -135,6 +135,12 @@ CLIENTS: dict[str, Client] = {c.id: c for c in [
 ]}
 
 
+ENV_DIR = "~/.config/external-brain"
+ENV_FILE = ENV_DIR + "/env"
+ENV_FILE_REF = ".config/external-brain/env"
+SOURCE_LINE = '[ -r "$HOME/.config/external-brain/env" ] && . "$HOME/.config/external-brain/env"'
+
+
 def env_step(*, os_id: str, token: str | None, client_id: str) -> Step:
     """Keeps the token in the user's environment, where config files and the installer read it."""
     raw = token or PLACEHOLDER
@@ -143,9 +149,14 @@ def env_step(*, os_id: str, token: str | None, client_id: str) -> Step:
         body = f"$env:{name} = '{value}'\n[Environment]::SetEnvironmentVariable('{name}', '{value}', 'User')\n"
         return Step("Keep the token in your environment", body, "powershell",
                     note="The second line makes it permanent for new terminals and apps.")
+    # A private file (mode 600) the profile sources, never the token in the profile itself; shell builtins
+    # only (printf, echo), so the token is on no process's command line.
     rc = "~/.zshrc" if os_id == "macos" else "~/.bashrc"
-    body = f"export {name}='{value}'\necho \"export {name}='{value}'\" >> {rc}\n"
-    note = "The second line makes it permanent for new terminals."
+    body = (f"mkdir -p {ENV_DIR} && (umask 077; printf \"export {name}='%s'\\n\" '{value}' > {ENV_FILE})\n"
+            f"grep -qF '{ENV_FILE_REF}' {rc} 2>/dev/null || echo '{SOURCE_LINE}' >> {rc}\n"
+            f"export {name}='{value}'\n")
+    note = (f"The token lives in {ENV_FILE}, readable by you only; {rc} sources it in new terminals. "
+            "The client's own secret store, where it has one, is just as good.")
     if os_id == "macos":
         body += f"launchctl setenv {name} '{value}'\n"
         note += " launchctl passes it to apps started from the Dock."
