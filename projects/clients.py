@@ -9,8 +9,10 @@ only commands typed into a terminal ever contain the raw token.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 TOKEN_ENV = "BRAIN_MCP_TOKEN"
 AUTH_HEADER_ENV = "BRAIN_AUTH_HEADER"
@@ -105,11 +107,14 @@ def _gemini(os_id: str, mcp: str, base: str) -> list[Step]:
 
 
 def _stdio(os_id: str, mcp: str, base: str) -> list[Step]:
-    data = {"mcpServers": {SERVER_NAME: {"command": "brain", "args": ["mcp", "stdio"], "env": {"BRAIN_URL": base}}}}
+    # Clients start commands without the user's PATH (after `make run`, brain is .venv/bin/brain): an absolute path.
+    command = str(Path(sys.executable).with_name("brain"))
+    data = {"mcpServers": {SERVER_NAME: {"command": command, "args": ["mcp", "stdio"], "env": {"BRAIN_URL": base}}}}
     return [Step("Add a command server to your client", language="json", path="your client's MCP config file",
                  body=_json(data),
-                 note=f"The `brain` command (this project's package) must be on PATH; it reads {TOKEN_ENV} "
-                      "from the environment it inherits and forwards each message to this server.")]
+                 note=f"{command} is where this server's `brain` command is installed; on another machine use "
+                      f"the output of `command -v brain` there. It reads {TOKEN_ENV} from the environment it "
+                      "inherits and forwards each message to this server.")]
 
 
 def _mcp_remote(os_id: str, mcp: str, base: str) -> list[Step]:

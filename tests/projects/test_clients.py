@@ -72,7 +72,9 @@ def test_documented_shapes(os_id: str) -> None:
     gemini = _server(json.loads(gemini_body))
     assert gemini == {"httpUrl": MCP, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}
     (stdio_body,) = _files("stdio", os_id).values()
-    assert _server(json.loads(stdio_body)) == {"command": "brain", "args": ["mcp", "stdio"], "env": {"BRAIN_URL": BASE}}
+    command = str(Path(sys.executable).with_name("brain"))  # absolute: clients start it without the user's PATH
+    assert Path(command).is_absolute() and Path(command).exists()
+    assert _server(json.loads(stdio_body)) == {"command": command, "args": ["mcp", "stdio"], "env": {"BRAIN_URL": BASE}}
     (remote_body,) = _files("mcp-remote", os_id).values()
     remote = _server(json.loads(remote_body))
     assert remote["command"] == "npx" and remote["args"][:3] == ["-y", "mcp-remote", MCP]
