@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -24,8 +25,13 @@ PAGES = ["/", "/accounts/signup/", "/accounts/login/", "/accounts/password/reset
 
 
 def _fresh_env(tmp: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"), str(ROOT)],
-                   check=True, timeout=600, capture_output=True)
+    leftover = not (ROOT / "build").exists()
+    try:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"), str(ROOT)],
+                       check=True, timeout=600, capture_output=True)
+    finally:
+        if leftover:  # setuptools' build/ copy of the packages would make mypy see every module twice
+            shutil.rmtree(ROOT / "build", ignore_errors=True)
     wheel = next((tmp / "dist").glob("external_brain-*.whl"))
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
