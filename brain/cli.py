@@ -38,6 +38,7 @@ COMMANDS: list[Command] = [
     Command(("user", "create"), "projects.cli.user_create"),
     Command(("token", "create"), "projects.cli.token_create"),
     Command(("token", "revoke"), "projects.cli.token_revoke"),
+    Command(("token", "list"), "projects.cli.token_list"),
     Command(("jobs", "run"), "sessions.cli.jobs"),
     Command(("embeddings", "backfill"), "sessions.cli.embeddings"),
     Command(("mcp", "stdio"), "mcpgw.stdio", needs_db=False),

@@ -9,8 +9,10 @@ only commands typed into a terminal ever contain the raw token.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 TOKEN_ENV = "BRAIN_MCP_TOKEN"
 AUTH_HEADER_ENV = "BRAIN_AUTH_HEADER"
@@ -105,11 +107,14 @@ def _gemini(os_id: str, mcp: str, base: str) -> list[Step]:
 
 
 def _stdio(os_id: str, mcp: str, base: str) -> list[Step]:
-    data = {"mcpServers": {SERVER_NAME: {"command": "brain", "args": ["mcp", "stdio"], "env": {"BRAIN_URL": base}}}}
+    # Clients start commands without the user's PATH (after `make run`, brain is .venv/bin/brain): an absolute path.
+    command = str(Path(sys.executable).with_name("brain"))
+    data = {"mcpServers": {SERVER_NAME: {"command": command, "args": ["mcp", "stdio"], "env": {"BRAIN_URL": base}}}}
     return [Step("Add a command server to your client", language="json", path="your client's MCP config file",
                  body=_json(data),
-                 note=f"The `brain` command (this project's package) must be on PATH; it reads {TOKEN_ENV} "
-                      "from the environment it inherits and forwards each message to this server.")]
+                 note=f"{command} is where this server's `brain` command is installed; on another machine use "
+                      f"the output of `command -v brain` there. It reads {TOKEN_ENV} from the environment it "
+                      "inherits and forwards each message to this server.")]
 
 
 def _mcp_remote(os_id: str, mcp: str, base: str) -> list[Step]:
@@ -135,6 +140,12 @@ CLIENTS: dict[str, Client] = {c.id: c for c in [
 ]}
 
 
+ENV_DIR = "~/.config/external-brain"
+ENV_FILE = ENV_DIR + "/env"
+ENV_FILE_REF = ".config/external-brain/env"
+SOURCE_LINE = '[ -r "$HOME/.config/external-brain/env" ] && . "$HOME/.config/external-brain/env"'
+
+
 def env_step(*, os_id: str, token: str | None, client_id: str) -> Step:
     """Keeps the token in the user's environment, where config files and the installer read it."""
     raw = token or PLACEHOLDER
@@ -143,9 +154,14 @@ def env_step(*, os_id: str, token: str | None, client_id: str) -> Step:
         body = f"$env:{name} = '{value}'\n[Environment]::SetEnvironmentVariable('{name}', '{value}', 'User')\n"
         return Step("Keep the token in your environment", body, "powershell",
                     note="The second line makes it permanent for new terminals and apps.")
+    # A private file (mode 600) the profile sources, never the token in the profile itself; shell builtins
+    # only (printf, echo), so the token is on no process's command line.
     rc = "~/.zshrc" if os_id == "macos" else "~/.bashrc"
-    body = f"export {name}='{value}'\necho \"export {name}='{value}'\" >> {rc}\n"
-    note = "The second line makes it permanent for new terminals."
+    body = (f"mkdir -p {ENV_DIR} && (umask 077; printf \"export {name}='%s'\\n\" '{value}' > {ENV_FILE})\n"
+            f"grep -qF '{ENV_FILE_REF}' {rc} 2>/dev/null || echo '{SOURCE_LINE}' >> {rc}\n"
+            f"export {name}='{value}'\n")
+    note = (f"The token lives in {ENV_FILE}, readable by you only; {rc} sources it in new terminals. "
+            "The client's own secret store, where it has one, is just as good.")
     if os_id == "macos":
         body += f"launchctl setenv {name} '{value}'\n"
         note += " launchctl passes it to apps started from the Dock."

@@ -9,6 +9,7 @@ from mcpgw.idempotent import once
 from mcpgw.registry import NoArguments, tool
 from projects.scope import Principal
 from sessions.selectors.oracle import oracle_ask
+from sessions.selectors.owned import session_open_project
 
 
 @tool(
@@ -17,21 +18,28 @@ from sessions.selectors.oracle import oracle_ask
         "Call when the user says \"remember ...\": stores the rule at confidence 1.0 in the project. Types: "
         "reflex, recipe, heuristic, principle, anti_principle, action_item (tags: action-item or "
         "open-question, for:<email>, optional meeting:<YYYY-MM-DD-slug>, blocker). supersedesKnowledgeId "
-        "retires an older rule of yours in the same project."
+        "retires an older rule of yours in the same project. Without projectId the rule goes to the project "
+        "of your open session."
     ),
     read_only=False, idempotent=False,
 )
 def brain_teach_knowledge(principal: Principal, args: s.TeachIn) -> s.TeachOut:
     def run() -> s.TeachOut:
+        # Without projectId, the project the agent is working in (its open session) beats the first-project
+        # fallback, which may be a Default an earlier smoke test created.
+        project_id = args.project_id
+        if project_id is None and args.scope == "project" and not principal.is_project_scoped:
+            open_project = session_open_project(principal=principal)
+            project_id = str(open_project) if open_project else None
         taught = knowledge_teach(
             principal=principal, rule=args.rule, type=args.type, trigger=args.trigger, rationale=args.rationale,
-            tags=args.tags, project_id=args.project_id, framework=args.framework, language=args.language,
+            tags=args.tags, project_id=project_id, framework=args.framework, language=args.language,
             supersedes_knowledge_id=args.supersedes_knowledge_id, scope=args.scope,
         )
-        project_id = taught.item.project_id
+        taught_in = taught.item.project_id
         return s.TeachOut.model_validate({
             "id": str(taught.item.id), "confidence": taught.item.confidence,
-            "projectId": str(project_id) if project_id else None,
+            "projectId": str(taught_in) if taught_in else None,
             "supersededId": str(taught.superseded_id) if taught.superseded_id else None,
         })
 

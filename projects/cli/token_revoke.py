@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "revoke a token by its prefix (as shown in the token list)"
+HELP = "revoke a token by its prefix (as `brain token list` shows it)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--email", required=True)
-    parser.add_argument("--prefix", required=True)
+    parser.add_argument("--prefix", required=True,
+                        help="as `brain token list` or the tokens page shows it, with or without ebt_, 8+ characters")
 
 
 def run(args: argparse.Namespace) -> int:

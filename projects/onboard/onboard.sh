@@ -8,7 +8,7 @@
 # only what differs and keeps a timestamped backup of any config file it changes.
 set -euo pipefail
 
-INSTALLER_VERSION="1"
+INSTALLER_VERSION="2"
 BRAIN_URL="${BRAIN_URL:-__BRAIN_URL__}"
 BRAIN_URL="${BRAIN_URL%/}"
 MCP_URL="$BRAIN_URL/mcp"
@@ -16,7 +16,9 @@ SERVER_NAME="brain"
 CLIENT="claude-code"
 PROTOCOL="2025-06-18"
 SESSION_ID=""
+umask 077  # every file this script writes (the header file, configs, the env file) is private
 WORK="$(mktemp -d)"
+ENV_FILE="$HOME/.config/external-brain/env"
 trap 'rm -rf "$WORK"' EXIT
 
 say() { printf '%s\n' "$*"; }
@@ -55,6 +57,8 @@ read_token() {
   case "$TOKEN" in
     *[!A-Za-z0-9_.-]*) die "the token contains unexpected characters; copy it again from $BRAIN_URL/settings/tokens" ;;
   esac
+  # curl reads the header from this file: a token on a command line is visible to every user in `ps`.
+  printf 'Authorization: Bearer %s\n' "$TOKEN" >"$WORK/auth"
 }
 
 check_prerequisites() {
@@ -68,7 +72,6 @@ check_prerequisites() {
 
 needs_python() {
   case "$CLIENT" in
-    claude-code) ! command -v claude >/dev/null 2>&1 ;;
     codex) return 1 ;;
     *) return 0 ;;
   esac
@@ -78,7 +81,7 @@ needs_python() {
 mcp_post() {
   local payload="$1"
   local -a headers=(-H "Content-Type: application/json" -H "Accept: application/json, text/event-stream"
-    -H "Authorization: Bearer $TOKEN")
+    -H "@$WORK/auth")
   if [ -n "$SESSION_ID" ]; then
     headers+=(-H "Mcp-Session-Id: $SESSION_ID" -H "MCP-Protocol-Version: $PROTOCOL")
   fi
@@ -195,14 +198,10 @@ configure_client() {
   # shellcheck disable=SC2016
   local env_header='Bearer ${env:BRAIN_MCP_TOKEN}' gemini_header='Bearer ${BRAIN_MCP_TOKEN}'
   case "$CLIENT" in
-    claude-code)
-      if command -v claude >/dev/null 2>&1; then
-        claude mcp remove --scope user "$SERVER_NAME" >/dev/null 2>&1 || true
-        claude mcp add --transport http --scope user "$SERVER_NAME" "$MCP_URL" --header "Authorization: Bearer $TOKEN"
-      else
-        merge_json "$HOME/.claude.json" mcpServers \
-          '{"type":"http","url":"'"$MCP_URL"'","headers":{"Authorization":"Bearer '"$TOKEN"'"}}'
-      fi ;;
+    # Claude Code's user scope lives in ~/.claude.json (mode 0600), the same entry `claude mcp add --scope user`
+    # writes; merged here so the token never appears on a command line.
+    claude-code) merge_json "$HOME/.claude.json" mcpServers \
+      '{"type":"http","url":"'"$MCP_URL"'","headers":{"Authorization":"Bearer '"$TOKEN"'"}}' ;;
     cursor) merge_json "$HOME/.cursor/mcp.json" mcpServers \
       '{"url":"'"$MCP_URL"'","headers":{"Authorization":"'"$env_header"'"}}' ;;
     windsurf) merge_json "$HOME/.codeium/windsurf/mcp_config.json" mcpServers \
@@ -211,8 +210,25 @@ configure_client() {
       '{"httpUrl":"'"$MCP_URL"'","headers":{"Authorization":"'"$gemini_header"'"}}' ;;
     codex) configure_codex ;;
   esac
-  if [ "$CLIENT" != claude-code ] && [ -z "${BRAIN_MCP_TOKEN:-}" ]; then
-    warn "$CLIENT reads the token from BRAIN_MCP_TOKEN: add  export BRAIN_MCP_TOKEN='…'  to your shell profile"
+  if [ "$CLIENT" != claude-code ]; then write_env_file; fi
+}
+
+# The clients that read BRAIN_MCP_TOKEN from the environment get it from a private file the shell profile
+# sources (one line added to the profile, once), never from the profile itself.
+write_env_file() {
+  local profile line
+  mkdir -p "$(dirname "$ENV_FILE")"
+  printf "export BRAIN_MCP_TOKEN='%s'\n" "$TOKEN" >"$ENV_FILE.tmp"
+  chmod 600 "$ENV_FILE.tmp" && mv "$ENV_FILE.tmp" "$ENV_FILE"
+  say "updated: $ENV_FILE (mode 600)"
+  case "${SHELL:-}" in */zsh) profile="$HOME/.zshrc" ;; *) profile="$HOME/.bashrc" ;; esac
+  # shellcheck disable=SC2016
+  line='[ -r "$HOME/.config/external-brain/env" ] && . "$HOME/.config/external-brain/env"'
+  if [ -f "$profile" ] && grep -qF "$line" "$profile"; then
+    say "unchanged: $profile"
+  else
+    printf '\n# External Brain token for MCP clients (the file is private to you)\n%s\n' "$line" >>"$profile"
+    say "updated: $profile (sources $ENV_FILE; open a new terminal or run: . $ENV_FILE)"
   fi
 }
 
@@ -229,6 +245,12 @@ install_ping() {
   client_type="$(printf '%s' "$CLIENT" | tr '-' '_')"
   os="$(uname -sm 2>/dev/null | tr -cd 'A-Za-z0-9 ._-')"
   version="$(client_version)"
+  # A new account has no project yet and a session would create one ("Default"): skip rather than create.
+  mcp_post '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"brain_list_projects","arguments":{}}}'
+  if [ "$CURL_RC" != 0 ] || [ "${HTTP_STATUS:0:1}" != 2 ] || grep -q '"projects" *: *\[ *\]' "$WORK/body"; then
+    say "skipped: no project yet; your agent's first session creates or picks one"
+    return 0
+  fi
   mcp_post '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"brain_start_session","arguments":{"clientType":"'"$client_type"'","prompt":"brain installer ping v'"$INSTALLER_VERSION"'"}}}'
   session="$(json_field sessionId)"
   if [ "$CURL_RC" != 0 ] || [ "${HTTP_STATUS:0:1}" != 2 ] || [ -z "$session" ]; then

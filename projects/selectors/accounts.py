@@ -9,9 +9,9 @@ from django.db.models import Case, IntegerField, QuerySet, Value, When
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from brain.errors import NotFound
+from brain.errors import NotFound, ValidationFailed
 from brain.text import text_storable
-from projects.models import ApiToken, Org, Project, User
+from projects.models import TOKEN_PREFIX, ApiToken, Org, Project, User
 from projects.scope import Principal
 
 
@@ -98,7 +98,20 @@ def tokens_of(*, user: User) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user).select_related("project")
 
 
+PREFIX_MIN = 8  # characters a typed prefix needs, `ebt_` counted when given
+
+
 def token_of_user_by_prefix(*, user: User, prefix: str) -> ApiToken | None:
-    """One of the user's tokens by the prefix the token list shows (a trailing ellipsis is ignored)."""
+    """One of the user's tokens by its prefix as shown anywhere: with or without `ebt_`, shortened (at least
+    PREFIX_MIN characters), with a trailing ellipsis, or the whole raw token. Two matches are a VALIDATION error."""
     text_storable(prefix=prefix)
-    return tokens_of(user=user).filter(prefix=prefix.rstrip("…")).first()
+    typed = prefix.strip().rstrip("…").rstrip(".")
+    public = typed.removeprefix(TOKEN_PREFIX).split("_")[0].lower()
+    if len(typed) < PREFIX_MIN or not public or any(c not in "0123456789abcdef" for c in public):
+        raise ValidationFailed(f"{prefix!r} is not a token prefix: give at least {PREFIX_MIN} characters of it as "
+                               f"`brain token list` shows it, e.g. {TOKEN_PREFIX}1a2b3c4d")
+    found = list(tokens_of(user=user).filter(prefix__startswith=TOKEN_PREFIX + public)[:10])
+    if len(found) > 1:
+        raise ValidationFailed(f"{prefix!r} matches {len(found)} tokens ({', '.join(t.prefix for t in found)}): "
+                               "give more characters")
+    return found[0] if found else None

@@ -6,6 +6,7 @@ import secrets
 import uuid
 from datetime import datetime, timedelta
 
+from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
@@ -46,6 +47,14 @@ def _unique_slug(base: str, taken: set[str], max_len: int = SLUG_MAX) -> str:
 
 
 @transaction.atomic
+def password_check(*, password: str, email: str) -> None:
+    """The sign-up page's rule for every way a password is set (AUTH_PASSWORD_VALIDATORS), or VALIDATION."""
+    try:
+        password_validation.validate_password(password, User(email=email))
+    except DjangoValidationError as exc:
+        raise ValidationFailed("password rejected: " + " ".join(exc.messages)) from None
+
+
 def user_create(*, email: str, password: str | None = None, is_staff: bool = False) -> User:
     """Creates an active user and its personal org (owner membership), or raises VALIDATION/CONFLICT."""
     email = (email or "").strip().lower()
@@ -55,6 +64,8 @@ def user_create(*, email: str, password: str | None = None, is_staff: bool = Fal
         raise ValidationFailed(f"{email!r} is not a valid e-mail address") from None
     if User.objects.filter(email=email).exists():
         raise Conflict(f"a user with e-mail {email} already exists")
+    if password is not None:
+        password_check(password=password, email=email)
     user = User.objects.create_user(email, password, is_staff=is_staff, is_superuser=is_staff)
     taken = set(Org.objects.filter(slug__startswith="personal-").values_list("slug", flat=True))
     org = Org.objects.create(

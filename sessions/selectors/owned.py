@@ -37,3 +37,9 @@ def session_owned(*, principal: Principal, session_id: str | uuid.UUID, for_upda
 def sessions_recent(*, principal: Principal, limit: int = RECENT_SESSIONS) -> list[Session]:
     """The caller's latest sessions, newest first, with their projects."""
     return list(sessions_owned(principal=principal).select_related("project").order_by("-started_at", "-id")[:limit])
+
+
+def session_open_project(*, principal: Principal) -> uuid.UUID | None:
+    """The project of the caller's most recently started open session (where its agent is working now)."""
+    latest = sessions_owned(principal=principal).filter(ended_at__isnull=True).order_by("-started_at", "-id")
+    return latest.values_list("project_id", flat=True).first()

@@ -12,6 +12,7 @@ mcpServers.<n>.{httpUrl, headers} with $VAR/${VAR}; mcp-remote `--header Name:${
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -71,7 +72,9 @@ def test_documented_shapes(os_id: str) -> None:
     gemini = _server(json.loads(gemini_body))
     assert gemini == {"httpUrl": MCP, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}
     (stdio_body,) = _files("stdio", os_id).values()
-    assert _server(json.loads(stdio_body)) == {"command": "brain", "args": ["mcp", "stdio"], "env": {"BRAIN_URL": BASE}}
+    command = str(Path(sys.executable).with_name("brain"))  # absolute: clients start it without the user's PATH
+    assert Path(command).is_absolute() and Path(command).exists()
+    assert _server(json.loads(stdio_body)) == {"command": command, "args": ["mcp", "stdio"], "env": {"BRAIN_URL": BASE}}
     (remote_body,) = _files("mcp-remote", os_id).values()
     remote = _server(json.loads(remote_body))
     assert remote["command"] == "npx" and remote["args"][:3] == ["-y", "mcp-remote", MCP]
@@ -80,7 +83,8 @@ def test_documented_shapes(os_id: str) -> None:
 
 def test_commands_carry_the_token_only_in_the_terminal() -> None:
     unix = setup_steps(client_id="claude-code", os_id="linux", base_url=BASE, token=TOKEN)
-    assert unix[0].body.startswith(f"export {TOKEN_ENV}='{TOKEN}'")
+    assert f"printf \"export {TOKEN_ENV}='%s'\\n\" '{TOKEN}' > ~/.config/external-brain/env" in unix[0].body
+    assert ">> ~/.bashrc" in unix[0].body and TOKEN not in unix[0].body.split("\n")[1]  # the profile only sources
     assert unix[1].body.startswith(
         f'claude mcp add --transport http --scope user brain {MCP} --header "Authorization: Bearer ${TOKEN_ENV}"'
     )
@@ -92,7 +96,22 @@ def test_commands_carry_the_token_only_in_the_terminal() -> None:
     mac = setup_steps(client_id="cursor", os_id="macos", base_url=BASE, token=TOKEN)
     assert f"launchctl setenv {TOKEN_ENV} '{TOKEN}'" in mac[0].body
     remote = setup_steps(client_id="mcp-remote", os_id="linux", base_url=BASE, token=TOKEN)
-    assert remote[0].body.startswith(f"export BRAIN_AUTH_HEADER='Bearer {TOKEN}'")
+    assert f"printf \"export BRAIN_AUTH_HEADER='%s'\\n\" 'Bearer {TOKEN}'" in remote[0].body
+
+
+def test_the_env_step_writes_a_private_file_the_profile_sources(tmp_path) -> None:
+    """The Linux env step, run as shown in a throwaway HOME: a mode-600 file, one source line (kept once on a
+    second run), the token nowhere in the profile, and a new shell sees the variable."""
+    body = setup_steps(client_id="cursor", os_id="linux", base_url=BASE, token=TOKEN)[0].body
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    for _ in range(2):
+        subprocess.run(["bash", "-c", body], env=env, check=True, timeout=30)
+    secret = tmp_path / ".config" / "external-brain" / "env"
+    assert os.stat(secret).st_mode & 0o077 == 0
+    bashrc = (tmp_path / ".bashrc").read_text()
+    assert TOKEN not in bashrc and bashrc.count("external-brain/env") == 2  # one line naming the file twice
+    seen = subprocess.run(["bash", "-ic", f"echo ${TOKEN_ENV}"], env=env, capture_output=True, text=True, timeout=30)
+    assert seen.stdout.strip() == TOKEN
 
 
 def test_without_a_token_the_guide_shows_a_placeholder() -> None:

@@ -25,6 +25,11 @@ printf '%s\\n' "$*" >> "$HOME/claude-calls.log"
 if [ "$1" = "--version" ]; then echo "2.1.0 (Claude Code)"; fi
 exit 0
 """
+# Every curl the installer runs goes through this wrapper, which records its command line (what `ps` shows).
+FAKE_CURL = """#!/usr/bin/env bash
+printf '%s\\n' "$*" >> "$HOME/curl-calls.log"
+exec /usr/bin/curl "$@"
+"""
 
 
 @dataclass
@@ -39,6 +44,11 @@ class Run:
         log = self.home / "claude-calls.log"
         return log.read_text().splitlines() if log.exists() else []
 
+    @property
+    def command_lines(self) -> str:
+        return "\n".join(self.claude_calls) + "\n" + ((self.home / "curl-calls.log").read_text()
+                                                     if (self.home / "curl-calls.log").exists() else "")
+
 
 def _script(tmp_path: Path, base_url: str) -> Path:
     path = tmp_path / "onboard.sh"
@@ -50,6 +60,8 @@ def _run(script: Path, home: Path, *, token: str, args: tuple[str, ...] = (), wi
          url: str | None = None) -> Run:
     bin_dir = home / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "curl").write_text(FAKE_CURL)
+    (bin_dir / "curl").chmod(0o755)
     if with_claude:
         (bin_dir / "claude").write_text(FAKE_CLAUDE)
         (bin_dir / "claude").chmod(0o755)
@@ -123,14 +135,37 @@ def test_success_configures_claude_pings_and_is_idempotent(live_server: object, 
     assert first.code == 0, first.out + first.err
     assert "brain_get_user_style answered" in first.out and "installation recorded" in first.out
     assert "Paste this into your agent" in first.out and "warning" not in first.err
-    add = f"mcp add --transport http --scope user brain {url}/mcp --header Authorization: Bearer {tenant['user_raw']}"
-    once = first.claude_calls
-    assert once == ["mcp remove --scope user brain", add, "--version"]
+    # Claude Code's user scope, written to its own file: the token is on no command line (curl's nor claude's)
+    config = home / ".claude.json"
+    entry = {"type": "http", "url": f"{url}/mcp", "headers": {"Authorization": f"Bearer {tenant['user_raw']}"}}
+    assert json.loads(config.read_text())["mcpServers"]["brain"] == entry
+    assert os.stat(config).st_mode & 0o077 == 0
+    assert first.claude_calls == ["--version"]
+    assert tenant["user_raw"] not in first.command_lines and "Authorization" not in first.command_lines
+    assert first.command_lines.count("/mcp") >= 5  # the wrapper did see every request
     sessions = AgentSession.objects.filter(user=tenant["user"])
     assert sessions.count() == 1 and sessions.get().ended_at is not None
+    assert sessions.get().prompt == "brain installer ping v2"
     assert not AgentSession.objects.filter(user=other["user"]).exists()
     second = _run(script, home, token=tenant["user_raw"])
-    assert second.code == 0 and second.claude_calls == once * 2  # the same end state, nothing added
+    assert second.code == 0 and f"unchanged: {config}" in second.out  # the same end state, nothing added
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_new_account_gets_no_project_from_the_installer(live_server: object, tmp_path: Path) -> None:
+    from projects.models import Project
+    from projects.services.accounts import token_create, user_create
+    from sessions.models import Session as AgentSession
+
+    user = user_create(email="fresh@f.example")
+    _, raw = token_create(user=user, label="laptop")
+    make_tenant("other@o.example", "Other App")
+    before = Project.objects.count()
+    run = _run(_script(tmp_path, str(live_server.url)), tmp_path / "home", token=raw)  # type: ignore[attr-defined]
+    assert run.code == 0, run.out + run.err
+    assert "skipped: no project yet" in run.out
+    assert Project.objects.count() == before and not AgentSession.objects.filter(user=user).exists()
 
 
 @pytest.mark.slow
@@ -155,3 +190,10 @@ def test_without_claude_cli_the_config_file_is_merged_with_a_backup(live_server:
     assert second.code == 0 and f"unchanged: {config}" in second.out
     assert len(list(config.parent.glob("mcp.json.bak-*"))) == 1 and json.loads(config.read_text()) == merged
     assert os.stat(config).st_mode & 0o077 == 0
+    # Cursor reads BRAIN_MCP_TOKEN from the environment: a private file the profile sources, once
+    env_file = home / ".config" / "external-brain" / "env"
+    assert env_file.read_text() == f"export BRAIN_MCP_TOKEN='{tenant['user_raw']}'\n"
+    assert os.stat(env_file).st_mode & 0o077 == 0
+    bashrc = (home / ".bashrc").read_text()
+    assert tenant["user_raw"] not in bashrc and bashrc.count(".config/external-brain/env\"") == 2
+    assert tenant["user_raw"] not in first.command_lines + second.command_lines
