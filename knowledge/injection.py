@@ -57,6 +57,9 @@ def _clean(text: str) -> str:
     return " ".join(text.replace("<<", "\u2039\u2039").replace(">>", "\u203a\u203a").split())
 
 
+neutralize = _clean  # the public name: every renderer of stored text (oracle, action items) uses this rule
+
+
 def render_item(item: Injectable) -> str:
     lines = [f"<<knowledge type={item.type} id={item.id} confidence={item.confidence:.2f}>>"]
     if item.trigger.strip():
