@@ -39,3 +39,26 @@ class ForbiddenProject(BrainError):
 class Conflict(BrainError):
     code = "CONFLICT"
     http_status = 409
+
+
+# While the database is unreachable (restarting, failing over) every interface answers "retry shortly"
+# in its own format instead of an internal error: JSON-RPC error data, a 503 envelope, 503 on /readyz.
+RETRY_AFTER_SECONDS = 2
+UNAVAILABLE_MESSAGE = (
+    "the database is unavailable for a moment (restarting or unreachable); nothing was changed by this "
+    f"request unless it is replayed with the same idempotency key. Retry in {RETRY_AFTER_SECONDS} s"
+)
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """True for a failure to reach the database (connection refused, lost, server shutting down)."""
+    from django.db import InterfaceError, OperationalError
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:  # Django wraps psycopg's error: walk the chain
+        seen.add(id(current))
+        if isinstance(current, (OperationalError, InterfaceError)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

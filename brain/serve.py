@@ -146,8 +146,10 @@ def _wait_ready(url: str, timeout: float = 60.0) -> bool:
     return False
 
 
-def _supervise(children: list[Child], env: dict[str, str], stopping: Callable[[], bool]) -> int:
+def _supervise(children: list[Child], env: dict[str, str], stopping: Callable[[], bool],
+               tick: Callable[[], None] = lambda: None) -> int:
     while not stopping():
+        tick()  # the embedded database's watch (brain/db_watch.py), when there is one
         for child in children:
             assert child.process is not None
             code = child.process.poll()
@@ -206,7 +208,8 @@ def run(args: argparse.Namespace) -> int:
         _say(f"MCP endpoint: {url}/mcp   admin: {url}/admin/")
         _say(sign_in)
         _say("press Ctrl-C to stop")
-        return _supervise(children, env, lambda: stop_requested)
+        watch = None if config.database_url else import_string("brain.db_watch.DatabaseWatch")(config.data_dir)
+        return _supervise(children, env, lambda: stop_requested, watch.tick if watch else lambda: None)
     finally:
         _say("stopping")
         _stop_all(children)

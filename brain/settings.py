@@ -146,6 +146,7 @@ MCP_ALLOWED_ORIGINS = env.list("BRAIN_MCP_ALLOWED_ORIGINS", default=[])
 MCP_MAX_BODY_BYTES = env.int("BRAIN_MCP_MAX_BODY_BYTES", default=1_000_000)
 MCP_SESSION_IDLE_SECONDS = env.int("BRAIN_MCP_SESSION_IDLE_SECONDS", default=30 * 60)
 MCP_MAX_SESSIONS_PER_TOKEN = env.int("BRAIN_MCP_MAX_SESSIONS_PER_TOKEN", default=50)
+MAX_TOKENS_PER_USER = env.int("BRAIN_MAX_TOKENS_PER_USER", default=50)  # usable (not revoked or expired) tokens
 
 LOGGING = {
     "version": 1,

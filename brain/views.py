@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from brain.errors import RETRY_AFTER_SECONDS
 from brain.health import readiness
 
 
@@ -21,4 +22,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
         "status": "ok" if ready else "unavailable",
         "checks": {name: {"ok": ok, "detail": detail} for name, (ok, detail) in checks.items()},
     }
-    return JsonResponse(body, status=200 if ready else 503)
+    response = JsonResponse(body, status=200 if ready else 503)
+    if not ready:
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response

@@ -61,6 +61,9 @@ def _clean(text: str) -> str:
     return " ".join(text.replace("<<", "\u2039\u2039").replace(">>", "\u203a\u203a").split())
 
 
+neutralize = _clean  # the public name: every renderer of stored text (oracle, action items) uses this rule
+
+
 SHORT_ID = 8  # hex characters of an item's id shown in the injection; the tools that take ids accept them back
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from brain.errors import BrainError
+from brain.errors import RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, BrainError, database_unavailable
 from brain.logs import failure_message, log_failure, log_op
 from mcpgw import protocol as p
 from mcpgw.models import McpSession
@@ -36,7 +36,12 @@ class Call:
 
 def internal_error(exc: BaseException, **fields: Any) -> p.RpcError:
     """Logs an unexpected exception (traceback, fresh correlation id) and returns the -32603 answer that
-    names the same id, so a user's report leads to the log line. Nothing of the exception reaches the client."""
+    names the same id, so a user's report leads to the log line. Nothing of the exception reaches the client.
+    An unreachable database is not a bug: a retryable error (HTTP 503, data.retryable, retryAfterSeconds)."""
+    if database_unavailable(exc):
+        log_op(logger, "mcp.db_unavailable", level=logging.WARNING, error=type(exc).__name__, **fields)
+        return p.RpcError(p.INTERNAL_ERROR, UNAVAILABLE_MESSAGE, status=503,
+                          data={"retryable": True, "retryAfterSeconds": RETRY_AFTER_SECONDS})
     ref = log_failure(logger, "mcp.internal_error", exc, **fields)
     return p.RpcError(p.INTERNAL_ERROR, failure_message(ref), status=500, data={"ref": ref})
 

@@ -23,6 +23,8 @@ def rpc_error_response(exc: p.RpcError, request_id: Any = None) -> JsonResponse:
     response = JsonResponse(exc.body(request_id), status=exc.status)
     if exc.status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="External Brain"'
+    if exc.status == 503 and isinstance(exc.data, dict) and "retryAfterSeconds" in exc.data:
+        response["Retry-After"] = str(exc.data["retryAfterSeconds"])
     return response
 
 

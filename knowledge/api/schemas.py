@@ -112,7 +112,7 @@ class KnowledgeUpdateIn(StrictIn):
     rationale: str | None = Field(None, max_length=RATIONALE_MAX)
     type: KnowledgeKind | None = None
     tags: list[str] | None = Field(None, max_length=TAGS_MAX)
-    confidence: float | None = Field(None, ge=0.0, le=1.0)
+    confidence: float | None = Field(None, ge=0.0, le=1.0, strict=True)  # a number: `false` is not 0
 
 
 class SupersedeIn(StrictIn):

@@ -2,7 +2,8 @@
 
 Codes are stable and documented: the BrainError codes (VALIDATION, NOT_FOUND, FORBIDDEN_PROJECT,
 CONFLICT) plus the transport's own (UNAUTHENTICATED, CSRF_FAILED, METHOD_NOT_ALLOWED, RATE_LIMITED,
-INTERNAL). An INTERNAL answer names a short ref that is also in the error's log line.
+UNAVAILABLE (503 with Retry-After: the database is unreachable), INTERNAL). An INTERNAL answer names a
+short ref that is also in the error's log line.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from brain.errors import BrainError
-from brain.logs import failure_message, log_failure
+from brain.errors import RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, BrainError, database_unavailable
+from brain.logs import failure_message, log_failure, log_op
 
 logger = logging.getLogger("brain.api")
 
@@ -85,5 +86,12 @@ def install_error_handlers(api: NinjaAPI) -> None:
 
     @api.exception_handler(Exception)
     def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+        if database_unavailable(exc):  # not a bug: the client should retry shortly
+            log_op(logger, "api.db_unavailable", level=logging.WARNING, error=type(exc).__name__,
+                   method=request.method, path=request.path)
+            response = error_response(api, request, 503, "UNAVAILABLE", UNAVAILABLE_MESSAGE,
+                                      {"retryable": True, "retryAfterSeconds": RETRY_AFTER_SECONDS})
+            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+            return response
         ref = log_failure(logger, "api.internal_error", exc, method=request.method, path=request.path)
         return error_response(api, request, 500, "INTERNAL", failure_message(ref), {"ref": ref})

@@ -12,9 +12,8 @@ from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
-from ninja.errors import HttpError
 
-from brain.errors import Conflict
+from brain.errors import RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, Conflict, database_unavailable
 from projects.api.auth import API_AUTH
 from projects.scope import Principal
 from projects.services.idempotency import KEY_MAX, Answer, idempotent_write, request_fingerprint
@@ -33,7 +32,7 @@ def _principal(request: HttpRequest) -> Principal | None:
     for auth in API_AUTH:
         try:
             found = auth(request)
-        except HttpError:
+        except Exception:  # refused (HttpError) or the database is down: the view answers in its own way
             return None
         if isinstance(found, Principal):
             return found
@@ -90,6 +89,13 @@ def idempotent_view(view: View) -> View:
                                       fingerprint=fingerprint, run=run)
         except Conflict as exc:
             return _envelope(409, exc.code, exc.message, exc.details)
+        except Exception as exc:
+            if not database_unavailable(exc):
+                raise
+            response = _envelope(503, "UNAVAILABLE", UNAVAILABLE_MESSAGE,
+                                 {"retryable": True, "retryAfterSeconds": RETRY_AFTER_SECONDS})
+            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+            return response
         return _replayed(request, answer) if answer.replayed else seen[0]
 
     return wrapped

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, ValidationInfo, field_validator
+from pydantic import BeforeValidator, ConfigDict, ValidationInfo, field_validator
 
 from brain.errors import ValidationFailed
 from brain.text import text_storable
@@ -27,10 +27,37 @@ def storable_field(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+NO_NUL = "^[^\\u0000]*$"  # the storable-text rule as far as a JSON Schema can say it (brain/text.py)
+
+
+def _declare_no_nul(node: Any) -> None:
+    """Adds the NUL rule to every string property of a generated schema, so clients and fuzzers know it."""
+    if isinstance(node, dict):
+        if node.get("type") == "string" and "format" not in node and "enum" not in node:
+            node.setdefault("pattern", NO_NUL)
+        for value in node.values():
+            _declare_no_nul(value)
+    elif isinstance(node, list):
+        for value in node:
+            _declare_no_nul(value)
+
+
+def _iso_only(value: Any) -> Any:
+    """A date-time is an ISO 8601 string; pydantic would also take a number (`until=0.5`) as Unix time."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or "-" not in value.strip().lstrip("+-"):
+        raise ValueError("must be an ISO 8601 date-time such as 2026-05-01T00:00:00Z")
+    return value
+
+
+IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only)]
+
+
 class StrictIn(Schema):
     """A request body: unknown fields are refused, text must be storable."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_declare_no_nul)
 
     @field_validator("*")
     @classmethod
@@ -40,6 +67,8 @@ class StrictIn(Schema):
 
 class TextQuery(Schema):
     """Query parameters whose text reaches PostgreSQL."""
+
+    model_config = ConfigDict(json_schema_extra=_declare_no_nul)
 
     @field_validator("*")
     @classmethod
@@ -110,7 +139,7 @@ class TokenOut(Schema):
 class TokenCreateIn(StrictIn):
     label: str = Field(min_length=1, max_length=TOKEN_LABEL_MAX)
     projectId: uuid.UUID | None = Field(default=None, description="Bind the token to this project only.")
-    expiresAt: datetime | None = Field(default=None, description="Must be in the future; default: never.")
+    expiresAt: IsoDateTime | None = Field(default=None, description="Must be in the future; default: never.")
 
 
     @field_validator("expiresAt")

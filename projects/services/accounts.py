@@ -6,6 +6,7 @@ import secrets
 import uuid
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
@@ -143,6 +144,19 @@ def project_ensure_default(*, user: User) -> Project:
     return project
 
 
+def _token_cap_check(user: User) -> None:
+    """At most settings.MAX_TOKENS_PER_USER usable tokens per user. The user row is locked first, so two
+    concurrent mints cannot both pass the count (the lock is held until the mint commits)."""
+    User.objects.select_for_update().filter(pk=user.pk).first()
+    cap = settings.MAX_TOKENS_PER_USER
+    now = timezone.now()
+    active = ApiToken.objects.filter(user=user, revoked_at__isnull=True).exclude(expires_at__lte=now).count()
+    if active >= cap:
+        raise Conflict(f"you have {active} active tokens, the most allowed (BRAIN_MAX_TOKENS_PER_USER={cap}); "
+                       "revoke unused ones in Settings > Tokens or with `brain token revoke`",
+                       details={"activeTokens": active, "cap": cap})
+
+
 @transaction.atomic
 def token_create(
     *,
@@ -157,6 +171,7 @@ def token_create(
         raise NotFound(f"project {project.pk} not found")
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationFailed("expires_at must be in the future")
+    _token_cap_check(user)
     public = secrets.token_hex(TOKEN_PUBLIC_HEX // 2)
     raw = f"{TOKEN_PREFIX}{public}_{secrets.token_urlsafe(32)}"
     token = ApiToken.objects.create(

@@ -17,6 +17,7 @@ from brain.errors import ValidationFailed
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
 from projects.api.pagination import paginate
+from projects.api.schemas import IsoDateTime
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible
 from sessions.api.schemas import SessionDetailOut, SessionOut, SessionPage
@@ -30,8 +31,8 @@ SESSION_KEYS = ("-started_at", "-id")
 
 class SessionFilters(Schema):
     projectId: uuid.UUID | None = None  # noqa: N815
-    since: datetime | None = None
-    until: datetime | None = None
+    since: IsoDateTime | None = None
+    until: IsoDateTime | None = None
     cursor: str | None = None
     limit: int | None = None
 

@@ -15,8 +15,10 @@ from typing import Literal
 from brain.errors import ValidationFailed
 from brain.logs import log_op
 from brain.text import text_storable
+from knowledge.injection import neutralize
 from knowledge.llm import HEURISTIC, LlmUnavailable, complete, configured_model
 from knowledge.selectors.search import knowledge_search
+from knowledge.stored_text import SOURCES_NOTE, render_source
 from projects.scope import Principal
 from projects.selectors.addressed import project_addressed
 from sessions.selectors.search import session_search
@@ -60,13 +62,13 @@ def _citations(principal: Principal, question: str, project_id: str | None) -> l
     sessions = session_search(principal=principal, query=question, limit=SESSION_CITES, project_id=project_id)
     cites = [
         Citation(n=n, kind="knowledge", id=h.id, score=h.score, knowledge_type=h.type,
-                 text=f"When {h.trigger}: {h.content}" if h.trigger else h.content)
+                 text=neutralize(f"When {h.trigger}: {h.content}" if h.trigger else h.content))
         for n, h in enumerate(knowledge.hits, start=1)
     ]
     cites += [
         Citation(n=n, kind="session", id=s.session_id, score=s.score,
                  started_on=s.started_at.date() if s.started_at else None,
-                 text=" / ".join(e.snippet for e in s.events[:2]))
+                 text=neutralize(" / ".join(e.snippet for e in s.events[:2])))
         for n, s in enumerate(sessions.sessions, start=len(cites) + 1)
     ]
     return cites
@@ -85,10 +87,10 @@ def groundedness(cites: list[Citation]) -> Groundedness:
 def _extractive(cites: list[Citation]) -> str:
     if not cites:
         return "Nothing in your knowledge or past sessions matches this question yet."
-    lines = ["From your own records:"]
+    lines = [f"From your own records. {SOURCES_NOTE}"]
     for c in cites:
         where = f"session of {c.started_on}" if c.kind == "session" else c.knowledge_type or "knowledge"
-        lines.append(f"[{c.n}] ({where}) {c.text}")
+        lines.append(f"[{c.n}] {render_source(c.n, where, c.text)}")
     return "\n".join(lines)
 
 
@@ -104,7 +106,7 @@ def oracle_ask(*, principal: Principal, question: str, project_id: str | None = 
     model, answer = configured_model(), _extractive(cites)
     mode: Literal["extractive", "model"] = "extractive"
     if model != HEURISTIC and cites:
-        sources = "\n".join(f"[{c.n}] {c.text}" for c in cites)
+        sources = "\n".join(f"[{c.n}] {render_source(c.n, c.kind, c.text)}" for c in cites)
         try:
             answer, mode = complete(system=SYSTEM, prompt=f"Sources:\n{sources}\n\nQuestion: {question}",
                                     model=model, max_tokens=600), "model"

@@ -17,6 +17,7 @@ from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import KnowledgeItem, KnowledgeType
 from knowledge.relevance import NO_MATCH, above_floor, other_stack
 from knowledge.selectors.search import KnowledgeHit, KnowledgeSearchResult, injection_budget, knowledge_search
+from knowledge.stored_text import render_action_items
 from projects.models import STACK_NAME_MAX, Project
 from projects.scope import Principal
 from projects.services.resolve import project_resolve
@@ -93,9 +94,7 @@ def _action_items_injection(session: Session, email: str) -> Injection | None:
     items = action_items_open(project=session.project, email=email)
     if not items:
         return None
-    lines = ["## Your Open Action Items", *(f"- [{'blocker' if 'blocker' in i.tags else 'open'}] "
-                                           f"{' '.join(i.content.split())} (id {i.id})" for i in items)]
-    return Injection(text="\n".join(lines), ids=[str(i.id) for i in items])
+    return Injection(text=render_action_items(items), ids=[str(i.id) for i in items])
 
 
 def _soft(op: str, session: Session, build: object) -> Injection | None:

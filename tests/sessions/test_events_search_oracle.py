@@ -108,7 +108,8 @@ def test_oracle_model_answer_restricted_to_citations(tenant_a: Tenant) -> None:
         answer = oracle_ask(principal=tenant_a.principal, question="how do I retry HTTP calls?")
     assert answer == dataclasses.replace(answer, mode="model", answer="You used tenacity [1].")
     sent = fake.requests[0]["body"]["messages"]
-    assert "ONLY the numbered sources" in sent[0]["content"] and "[1] When retrying HTTP calls" in sent[1]["content"]
+    assert "ONLY the numbered sources" in sent[0]["content"]
+    assert "[1] <<source n=1 from=knowledge>> When retrying HTTP calls" in sent[1]["content"]
     with override_settings(BRAIN_LLM={**base, "openai_base_url": "http://127.0.0.1:9/v1"}):
         fallback = oracle_ask(principal=tenant_a.principal, question="how do I retry HTTP calls?")
     assert fallback.mode == "extractive" and "tenacity" in fallback.answer
