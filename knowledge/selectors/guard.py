@@ -77,6 +77,7 @@ def _normal_path(word: str) -> str:
 def glob_regex(glob: str) -> re.Pattern[str]:
     """`dist/**` matches everything under dist/ at any depth, also below a leading folder (`pkg/dist/x`)."""
     glob = glob.strip().lstrip("./") or "*"
+    glob = glob + "**" if glob.endswith("/") else glob  # a folder means everything under it
     body = fnmatch.translate(glob.replace("**/", "\x00").replace("**", "\x01"))
     body = body.replace("\x00", "(?:.*/)?").replace("\x01", ".*")
     return re.compile(rf"(?:^|.*/){body}")
