@@ -107,3 +107,16 @@ def test_parse_action() -> None:
     assert parse_action("edit ./dist/a.js").paths == ("dist/a.js",) and parse_action("edit dist/a.js").command == ""
     assert parse_action("npm   run build").command == "npm run build"
     assert parse_action("echo 'unbalanced").command == "echo 'unbalanced"
+
+
+def test_index_finds_what_a_full_scan_finds(rules: None, tenant_a: Tenant) -> None:
+    from knowledge.selectors.guard import CACHE, deterministic_verdict
+
+    index = CACHE.rules(tenant_a.user.id, tenant_a.project.id)
+    every = [r for bucket in (index.scan, index.markers, *index.by_word.values(), *index.exact.values(),
+                              *index.by_segment.values(), *index.by_name.values()) for r in bucket]
+    assert len(every) == len(RULES) and len(index.scan) == 2  # the unanchored regex and the leading-** glob
+    for action in [*TABLE, "RM -rf /", "danger", "edit a/b/dist/c/d.js"]:
+        parsed = parse_action(action)
+        assert deterministic_verdict(index, parsed).blockers == deterministic_verdict(every, parsed).blockers
+        assert deterministic_verdict(index, parsed).warnings == deterministic_verdict(every, parsed).warnings
