@@ -48,6 +48,7 @@ COMMANDS: list[Command] = [
     Command(("bench", "retrieval"), "brain.bench.retrieval"),
     Command(("bench", "retrieval-scale"), "brain.bench.scale"),
     Command(("bench", "dashboard"), "brain.bench.dashboard"),
+    Command(("bench", "cognibrain"), "brain.bench.cognibrain"),
     Command(("bench", "mcp"), "brain.bench.mcp_load", needs_db=False),
     Command(("bench", "cluster"), "brain.bench.cluster", needs_db=False),
 ]

@@ -109,7 +109,8 @@ def _gemini(os_id: str, mcp: str, base: str) -> list[Step]:
 def _stdio(os_id: str, mcp: str, base: str) -> list[Step]:
     # Clients start commands without the user's PATH (after `make run`, brain is .venv/bin/brain): an absolute path.
     command = str(Path(sys.executable).with_name("brain"))
-    data = {"mcpServers": {SERVER_NAME: {"command": command, "args": ["mcp", "stdio"], "env": {"BRAIN_URL": base}}}}
+    args = ["mcp", "stdio"] + (["--profile", "cognibrain"] if mcp.endswith(COGNIBRAIN_PATH) else [])
+    data = {"mcpServers": {SERVER_NAME: {"command": command, "args": args, "env": {"BRAIN_URL": base}}}}
     return [Step("Add a command server to your client", language="json", path="your client's MCP config file",
                  body=_json(data),
                  note=f"{command} is where this server's `brain` command is installed; on another machine use "
@@ -176,13 +177,21 @@ def installer_step(*, os_id: str, base_url: str, client_id: str) -> Step:
     return Step("Or let the installer do it and test the connection", body, "bash")
 
 
-def setup_steps(*, client_id: str, os_id: str, base_url: str, token: str | None = None) -> list[Step]:
-    """Everything a user runs or writes to connect `client_id` on `os_id` to the server at base_url."""
+PROFILES = {"brain": "Brain tools (/mcp)", "cognibrain": "Cognibrain tools (/mcp/cognibrain)"}
+COGNIBRAIN_PATH = "/mcp/cognibrain"
+
+
+def setup_steps(*, client_id: str, os_id: str, base_url: str, token: str | None = None,
+                profile: str = "brain") -> list[Step]:
+    """Everything a user runs or writes to connect `client_id` on `os_id` to the server at base_url, for
+    the brain_* tools (`/mcp`) or the cognibrain_* tools (`/mcp/cognibrain`)."""
+    if profile not in PROFILES:
+        raise KeyError(f"unknown profile {profile!r}")
     if client_id not in CLIENTS or os_id not in OSES:
         raise KeyError(f"unknown client {client_id!r} or OS {os_id!r}")
     client, base = CLIENTS[client_id], base_url.rstrip("/")
     steps = [] if client_id == "vscode" else [env_step(os_id=os_id, token=token, client_id=client_id)]
-    steps += client.steps(os_id, f"{base}/mcp", base)
-    if client.installer:
+    steps += client.steps(os_id, f"{base}{COGNIBRAIN_PATH}" if profile == "cognibrain" else f"{base}/mcp", base)
+    if client.installer and profile == "brain":  # the installer checks the brain tools' endpoint
         steps.append(installer_step(os_id=os_id, base_url=base, client_id=client_id))
     return steps

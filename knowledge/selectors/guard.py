@@ -77,6 +77,7 @@ def _normal_path(word: str) -> str:
 def glob_regex(glob: str) -> re.Pattern[str]:
     """`dist/**` matches everything under dist/ at any depth, also below a leading folder (`pkg/dist/x`)."""
     glob = glob.strip().lstrip("./") or "*"
+    glob = glob + "**" if glob.endswith("/") else glob  # a folder means everything under it
     body = fnmatch.translate(glob.replace("**/", "\x00").replace("**", "\x01"))
     body = body.replace("\x00", "(?:.*/)?").replace("\x01", ".*")
     return re.compile(rf"(?:^|.*/){body}")
@@ -126,9 +127,9 @@ class _Cache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._rules: dict[tuple[str, str], tuple[tuple[int, object], list[Rule]]] = {}
+        self._rules: dict[tuple[str, str], tuple[tuple[int, object], RuleIndex]] = {}
 
-    def rules(self, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> list[Rule]:
+    def rules(self, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> RuleIndex:
         where = guard_scope_filter(owner_id=owner_id, project_id=project_id)
         stamp_row = GuardPattern.objects.filter(where).aggregate(n=Count("id"), at=Max("updated_at"),
                                                                   k=Max("knowledge__updated_at"))
@@ -140,10 +141,10 @@ class _Cache:
             return cached[1]
         rows = GuardPattern.objects.filter(where).select_related("knowledge")
         compiled = [r for r in (_compile(row) for row in rows) if r is not None]
-        compiled.sort(key=lambda r: (r.severity != GuardSeverity.BLOCK, r.id))
+        index = RuleIndex(compiled)
         with self._lock:
-            self._rules[key] = (stamp, compiled)
-        return compiled
+            self._rules[key] = (stamp, index)
+        return index
 
 
 CACHE = _Cache()
@@ -154,9 +155,75 @@ def _describe(rule: Rule) -> str:
     return f"{text}; instead: {rule.alternative}" if rule.alternative else text
 
 
-def deterministic_verdict(rules: Sequence[Rule], parsed: ParsedAction) -> Verdict:
+_LITERAL_HEAD = re.compile(r"^\^?([A-Za-z0-9_@-]+)")
+
+
+def _regex_head(pattern: str) -> str:
+    """The literal first word an anchored regex demands (`^danger\\b` -> danger), or "" when unsure."""
+    match = _LITERAL_HEAD.match(pattern)
+    if not pattern.startswith("^") or not match:
+        return ""
+    rest = pattern[match.end():]
+    ends_word = rest == "" or rest.startswith((" ", "\\b", "\\s", "$"))
+    return match.group(1) if ends_word and "|" not in pattern else ""
+
+
+def _first_word(text: str) -> str:
+    return text.split(" ", 1)[0] if text else ""
+
+
+class RuleIndex:
+    """Rules bucketed by what an action must contain for them to match (its first word, a path segment, a
+    file name), so a check looks at a handful of candidates instead of every rule; the rest are scanned."""
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.by_word: dict[str, list[Rule]] = {}
+        self.by_segment: dict[str, list[Rule]] = {}
+        self.by_name: dict[str, list[Rule]] = {}
+        self.exact: dict[str, list[Rule]] = {}
+        self.scan: list[Rule] = []
+        self.markers: list[Rule] = []
+        for rule in rules:
+            self._add(rule)
+        # One pass over the text says whether any marker occurs at all (most actions carry none).
+        self.marker_probe = re.compile("|".join(re.escape(r.pattern.lower()) for r in self.markers)) \
+            if self.markers else None
+
+    def _add(self, rule: Rule) -> None:
+        if rule.kind == GuardKind.COMMAND_EXACT:
+            self.exact.setdefault(" ".join(rule.pattern.split()), []).append(rule)
+        elif rule.kind == GuardKind.GENERATED_MARKER:
+            self.markers.append(rule)
+        elif rule.kind == GuardKind.COMMAND_PREFIX:
+            self.by_word.setdefault(_first_word(" ".join(rule.pattern.split())), []).append(rule)
+        elif rule.kind == GuardKind.COMMAND_REGEX and (head := _regex_head(rule.pattern)):
+            self.by_word.setdefault(head, []).append(rule)
+        elif rule.kind == GuardKind.PATH_GLOB and (head := rule.pattern.strip().lstrip("./").split("/", 1)[0]) \
+                and not any(c in head for c in "*?[") and "/" in rule.pattern.strip().lstrip("./"):
+            self.by_segment.setdefault(head, []).append(rule)
+        elif rule.kind == GuardKind.LOCK_FILE:
+            self.by_name.setdefault(rule.pattern, []).append(rule)
+        else:
+            self.scan.append(rule)
+
+    def candidates(self, parsed: ParsedAction) -> list[Rule]:
+        found: list[Rule] = list(self.scan)
+        found += self.by_word.get(_first_word(parsed.command), [])
+        found += self.exact.get(parsed.command, [])
+        if self.marker_probe is not None and self.marker_probe.search(parsed.text.lower()):
+            found += self.markers
+        for path in parsed.paths:
+            parts = path.split("/")
+            for segment in set(parts[:-1]):
+                found += self.by_segment.get(segment, [])
+            found += self.by_name.get(parts[-1], [])
+        unique = {id(r): r for r in found}
+        return sorted(unique.values(), key=lambda r: (r.severity != GuardSeverity.BLOCK, r.id))
+
+
+def deterministic_verdict(rules: Sequence[Rule] | RuleIndex, parsed: ParsedAction) -> Verdict:
     verdict = Verdict()
-    for rule in rules:
+    for rule in rules.candidates(parsed) if isinstance(rules, RuleIndex) else rules:
         if not _matches(rule, parsed):
             continue
         verdict.rule_ids.append(rule.id)

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from projects.clients import CLIENTS, OSES, setup_steps
+from projects.clients import CLIENTS, OSES, PROFILES, setup_steps
 from projects.forms import TokenMintForm
 from projects.models import User
 from projects.scope import Principal
@@ -27,11 +27,11 @@ def public_base_url(request: HttpRequest) -> str:
     return request.build_absolute_uri("/").rstrip("/")
 
 
-def _wizard(base_url: str, token: str | None) -> list[dict[str, object]]:
+def _wizard(base_url: str, token: str | None, profile: str = "brain") -> list[dict[str, object]]:
     return [
         {"client": client, "oses": [
             {"id": os_id, "name": os_name,
-             "steps": setup_steps(client_id=client.id, os_id=os_id, base_url=base_url, token=token)}
+             "steps": setup_steps(client_id=client.id, os_id=os_id, base_url=base_url, token=token, profile=profile)}
             for os_id, os_name in OSES.items()
         ]}
         for client in CLIENTS.values()
@@ -73,5 +73,9 @@ def token_revoke_view(request: HttpRequest, token_id: uuid.UUID) -> HttpResponse
 
 @login_required
 def setup_guide(request: HttpRequest) -> HttpResponse:
-    """The same set-up instructions without a token, for people who already have one."""
-    return render(request, "tokens/setup.html", {"wizard": _wizard(public_base_url(request), None)})
+    """The same set-up instructions without a token, for people who already have one; `?profile=cognibrain`
+    gives them for the Cognibrain tool set."""
+    profile = request.GET.get("profile", "brain")
+    profile = profile if profile in PROFILES else "brain"
+    return render(request, "tokens/setup.html", {"wizard": _wizard(public_base_url(request), None, profile),
+                                                 "profiles": PROFILES, "profile": profile})

@@ -1,0 +1,27 @@
+"""The guard-decision page: the project's decisions with their reasons, filters, and nothing for another tenant."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from knowledge.services.guard import guard_decide, guard_rule_add
+from tests.conftest import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+def test_guard_page_lists_decisions(client: Client, tenant_a: Tenant, tenant_b: Tenant) -> None:
+    guard_rule_add(owner=tenant_a.user, project=tenant_a.project, kind="path_glob", pattern="dist/**",
+                   text="Editing dist/ files is blocked by repo policy", alternative="edit src/ and rebuild")
+    guard_decide(owner=tenant_a.user, project=tenant_a.project, action="edit dist/app.js")
+    guard_decide(owner=tenant_a.user, project=tenant_a.project, action="edit src/app.ts")
+    client.force_login(tenant_a.user)
+    page = client.get(f"/dashboard/{tenant_a.project.id}/guard/").content.decode()
+    assert "edit dist/app.js" in page and "edit src/app.ts" in page and "edit src/ and rebuild" in page
+    blocked = client.get(f"/dashboard/{tenant_a.project.id}/guard/?only=blocked").content.decode()
+    assert "edit dist/app.js" in blocked and "edit src/app.ts" not in blocked
+    client.force_login(tenant_b.user)
+    assert client.get(f"/dashboard/{tenant_a.project.id}/guard/").status_code == 404
+    own = client.get(f"/dashboard/{tenant_b.project.id}/guard/").content.decode()
+    assert "edit dist/app.js" not in own and "No guard decisions yet" in own

@@ -1,0 +1,122 @@
+"""Guard decision tables: commands and paths blocked, warned or allowed; semantic warnings; a second tenant."""
+
+from __future__ import annotations
+
+import pytest
+
+from brain.errors import ValidationFailed
+from knowledge.guard_models import GuardDecision
+from knowledge.selectors.guard import guard_check, parse_action
+from knowledge.services.create import KnowledgeDraft, knowledge_create
+from knowledge.services.guard import guard_decide, guard_rule_add
+from tests.conftest import Tenant
+
+pytestmark = pytest.mark.django_db
+
+RULES = [
+    ("path_glob", "dist/**", "block", "Editing dist/ files is blocked by repo policy", "edit src/ and rebuild"),
+    ("path_glob", "**/*.min.js", "warn", "Minified bundles are build output", ""),
+    ("command_prefix", "git push --force", "block", "Force pushes rewrite history", "git push --force-with-lease"),
+    ("command_regex", r"\brm\s+-rf\s+/(\s|$)", "block", "Never delete the filesystem root", ""),
+    ("lock_file", "package-lock.json", "warn", "Lock files change through npm install only", "npm install <pkg>"),
+    ("generated_marker", "@generated", "warn", "This file is auto-generated", ""),
+    ("command_exact", "pnpm test", "warn", "`pnpm test` failed twice here", "npm test"),
+]
+# action -> (allowed, blockers, warnings)
+TABLE = {
+    "edit dist/app.js": (False, 1, 0),
+    "edit ./dist/css/site.css": (False, 1, 0),
+    "edit packages/ui/dist/index.js": (False, 1, 0),
+    "edit src/app.ts": (True, 0, 0),
+    "edit distribution/notes.md": (True, 0, 0),
+    "edit src/vendor/jquery.min.js": (True, 0, 1),
+    "cp build/out.js dist/out.js": (False, 1, 0),
+    "git push --force origin main": (False, 1, 0),
+    "git push --force-with-lease origin main": (True, 0, 0),
+    "git push origin main": (True, 0, 0),
+    "rm -rf /": (False, 1, 0),
+    "rm -rf ./build": (True, 0, 0),
+    "edit package-lock.json": (True, 0, 1),
+    "edit frontend/package-lock.json": (True, 0, 1),
+    "edit api/schema.py containing @generated header": (True, 0, 1),
+    "pnpm test": (True, 0, 1),
+    "pnpm test --watch": (True, 0, 0),
+    "npm test": (True, 0, 0),
+}
+
+
+@pytest.fixture
+def rules(tenant_a: Tenant) -> None:
+    for kind, pattern, severity, text, alternative in RULES:
+        guard_rule_add(owner=tenant_a.user, project=tenant_a.project, kind=kind, pattern=pattern, text=text,
+                       severity=severity, alternative=alternative)
+
+
+@pytest.mark.parametrize("action", list(TABLE))
+def test_decision_table(rules: None, tenant_a: Tenant, tenant_b: Tenant, action: str) -> None:
+    verdict = guard_check(owner_id=tenant_a.user.id, project_id=tenant_a.project.id, action=action, semantic=False)
+    assert (verdict.allowed, len(verdict.blockers), len(verdict.warnings)) == TABLE[action], verdict
+    other = guard_check(owner_id=tenant_b.user.id, project_id=tenant_b.project.id, action=action, semantic=False)
+    assert other.allowed and not other.warnings  # the second tenant has no rules
+
+
+def test_blocker_names_rule_and_alternative(rules: None, tenant_a: Tenant) -> None:
+    verdict = guard_decide(owner=tenant_a.user, project=tenant_a.project, action="git push --force origin main")
+    assert "Force pushes" in verdict.blockers[0] and "git push --force-with-lease" in verdict.blockers[0]
+    assert verdict.rule_ids[0] in verdict.blockers[0]
+    row = GuardDecision.objects.get()
+    assert row.allowed is False and row.blockers == verdict.blockers and row.owner == tenant_a.user
+
+
+def test_bad_rules_and_actions_change_nothing(tenant_a: Tenant) -> None:
+    for kind, pattern in (("command_regex", "(unclosed"), ("shell", "x"), ("path_glob", "")):
+        with pytest.raises(ValidationFailed):
+            guard_rule_add(owner=tenant_a.user, project=tenant_a.project, kind=kind, pattern=pattern, text="no way")
+    with pytest.raises(ValidationFailed):
+        guard_decide(owner=tenant_a.user, project=tenant_a.project, action="  ")
+    assert GuardDecision.objects.count() == 0
+
+
+def test_rule_changes_are_seen_at_once(tenant_a: Tenant) -> None:
+    check = lambda: guard_check(owner_id=tenant_a.user.id, project_id=tenant_a.project.id,  # noqa: E731
+                                action="edit build/x.js", semantic=False)
+    assert check().allowed
+    item = guard_rule_add(owner=tenant_a.user, project=tenant_a.project, kind="path_glob", pattern="build/",
+                          text="build/ is output")
+    assert not check().allowed
+    item.deleted_at = item.created_at
+    item.save()
+    assert check().allowed
+
+
+def test_semantic_warning_never_blocks(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    draft = KnowledgeDraft(content="Do not run database migrations against production by hand",
+                           type="anti_principle", confidence=1.0)
+    knowledge_create(owner=tenant_a.user, project=tenant_a.project, draft=draft)
+    close = guard_check(owner_id=tenant_a.user.id, project_id=tenant_a.project.id,
+                        action="run the database migrations on production manually")
+    assert close.allowed and len(close.warnings) == 1 and "forbidden action" in close.warnings[0]
+    far = guard_check(owner_id=tenant_a.user.id, project_id=tenant_a.project.id, action="ls -la src")
+    assert far.allowed and not far.warnings
+    other = guard_check(owner_id=tenant_b.user.id, project_id=tenant_b.project.id,
+                        action="run the database migrations on production manually")
+    assert not other.warnings
+
+
+def test_parse_action() -> None:
+    assert parse_action("edit ./dist/a.js").paths == ("dist/a.js",) and parse_action("edit dist/a.js").command == ""
+    assert parse_action("npm   run build").command == "npm run build"
+    assert parse_action("echo 'unbalanced").command == "echo 'unbalanced"
+
+
+def test_index_finds_what_a_full_scan_finds(rules: None, tenant_a: Tenant) -> None:
+    from knowledge.selectors.guard import CACHE, deterministic_verdict
+
+    index = CACHE.rules(tenant_a.user.id, tenant_a.project.id)
+    every = [r for bucket in (index.scan, index.markers, *index.by_word.values(), *index.exact.values(),
+                              *index.by_segment.values(), *index.by_name.values()) for r in bucket]
+    assert len(every) == len(RULES) and len(index.scan) == 2  # the unanchored regex and the leading-** glob
+    for action in [*TABLE, "RM -rf /", "danger", "edit a/b/dist/c/d.js"]:
+        parsed = parse_action(action)
+        assert deterministic_verdict(index, parsed).blockers == deterministic_verdict(every, parsed).blockers
+        assert deterministic_verdict(index, parsed).warnings == deterministic_verdict(every, parsed).warnings
