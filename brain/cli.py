@@ -40,6 +40,8 @@ COMMANDS: list[Command] = [
     Command(("token", "revoke"), "projects.cli.token_revoke"),
     Command(("jobs", "run"), "sessions.cli.jobs"),
     Command(("embeddings", "backfill"), "sessions.cli.embeddings"),
+    Command(("import",), "knowledge.cli.imports"),
+    Command(("export",), "sessions.cli.export"),
     Command(("mcp", "stdio"), "mcpgw.stdio", needs_db=False),
     Command(("bench", "jobs"), "brain.bench.jobs"),
     Command(("bench", "tools"), "brain.bench.tools"),

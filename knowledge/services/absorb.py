@@ -28,6 +28,8 @@ MAX_CONFIDENCE = 1.0
 class AbsorbResult:
     created: list[KnowledgeItem] = field(default_factory=list)
     merged: list[uuid.UUID] = field(default_factory=list)
+    # Per draft, in order: (True, new row id) when created, (False, twin id) when merged into a near-duplicate.
+    outcomes: list[tuple[bool, uuid.UUID]] = field(default_factory=list)
 
 
 def _dedup_scope(owner: User, project: Project | None) -> Q:
@@ -57,11 +59,12 @@ ScopedDraft = tuple[Project | None, KnowledgeDraft]
 
 def knowledge_absorb(
     *, owner: User, drafts: Sequence[ScopedDraft], dedup_project: Project | None = None,
-    before_commit: Callable[[AbsorbResult], None] | None = None,
+    before_commit: Callable[[AbsorbResult], None] | None = None, reinforce: bool = True,
 ) -> AbsorbResult:
     """Creates each (project, draft) unless a same-type row of the owner (personal or in `dedup_project`)
     lies within cosine 0.85: that row gets confidence +0.02 and success +1 instead. Embeds before the
-    transaction; `before_commit` runs inside it (to mark a job done), so result and bookkeeping commit together."""
+    transaction; `before_commit` runs inside it (to mark a job done), so result and bookkeeping commit together.
+    `reinforce=False` (imports) leaves the twin as it is: a rule read from a file is not evidence it worked."""
     for _, draft in drafts:
         _validate(draft)
     vectors, model = embed_or_none(
@@ -74,19 +77,23 @@ def knowledge_absorb(
         for i, (project, draft) in enumerate(drafts):
             vector = vectors[i] if vectors else None
             twin = _twin(scope, draft, vector)
-            if twin is not None:
+            if twin is not None and reinforce:
                 KnowledgeItem.objects.filter(id=twin.id).update(
                     confidence=Least(F("confidence") + REINFORCE_CONFIDENCE, MAX_CONFIDENCE),
                     success_count=F("success_count") + 1,
                 )
+            if twin is not None:
                 result.merged.append(twin.id)
+                result.outcomes.append((False, twin.id))
                 continue
             result.created.append(KnowledgeItem.objects.create(
                 owner=owner, project=project, type=draft.type, trigger=draft.trigger.strip(),
                 content=draft.content.strip(), rationale=draft.rationale.strip(), tags=list(draft.tags),
                 source=draft.source, confidence=draft.confidence, framework=draft.framework,
                 language=draft.language, stage=draft.stage, embedding=vector, embedding_model=model if vector else "",
+                file_globs=list(draft.file_globs), always_apply=draft.always_apply,
             ))
+            result.outcomes.append((True, result.created[-1].id))
         if before_commit is not None:
             before_commit(result)
     return result
