@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard.views import knowledge, oracle, overview, review, sessions
+from dashboard.views import knowledge, oracle, overview, review, sessions, transfer
 
 P = "<uuid:project_id>/"
 K = P + "knowledge/<uuid:item_id>/"
@@ -25,4 +25,6 @@ urlpatterns = [
          name="dash_contradiction_resolve"),
     path(P + "actions/", review.actions, name="dash_actions"),
     path(P + "oracle", oracle.oracle, name="dash_oracle"),
+    path(P + "import", transfer.import_view, name="dash_import"),
+    path(P + "export", transfer.export_view, name="dash_export"),
 ]

@@ -127,14 +127,14 @@ def _one_file(principal: Principal, project: Project | None, file: ImportFile, n
 
 
 def knowledge_import(
-    *, principal: Principal, files: Sequence[ImportFile], project_name: str | None = None, dry_run: bool = False,
-    progress: Progress | None = None,
+    *, principal: Principal, files: Sequence[ImportFile], project_name: str | None = None,
+    project_id: str | None = None, dry_run: bool = False, progress: Progress | None = None,
 ) -> ImportReport:
     """Imports every file (each all or nothing) into the resolved project; with dry_run, reports what an import
     would do and rolls all of it back. Receipts say per file and per rule: created, merged (into which) or skipped."""
     with transaction.atomic() if dry_run else nullcontext():
-        resolved = project_resolve(principal=principal, project_name=project_name).project
-        named = bool(project_name) or principal.is_project_scoped
+        resolved = project_resolve(principal=principal, project_id=project_id, project_name=project_name).project
+        named = bool(project_name or project_id) or principal.is_project_scoped
         report = ImportReport(dry_run=dry_run, project=resolved.name)
         for n, file in enumerate(files, start=1):
             report.files.append(_one_file(principal, resolved, file, named))

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from django.utils import timezone
 
 from brain.errors import NotFound
@@ -104,13 +105,13 @@ def test_rest_import_and_export(tenant_a: Tenant, tenant_b: Tenant) -> None:
     assert body["files"][1]["status"] == "failed" and "binary" in body["files"][1]["error"]
     api_error(client.post("/api/v1/import", {}), 400, "VALIDATION")
     md = client.get("/api/v1/export", {"format": "agents-md", "project": "Imported"})
-    assert md.status_code == 200 and b"Always run the linter" in b"".join(md.streaming_content)
+    assert md.status_code == 200 and b"Always run the linter" in md.getvalue()
     zipped = client.get("/api/v1/export", {"format": "cursor-rules"})
-    names = zipfile.ZipFile(io.BytesIO(b"".join(zipped.streaming_content))).namelist()
+    names = zipfile.ZipFile(io.BytesIO(zipped.getvalue())).namelist()
     assert names == [".cursor/rules/brain-principle.mdc"]
     api_error(client.get("/api/v1/export", {"project": "Nope"}), 404, "NOT_FOUND")
     other = bearer(tenant_b.user_raw).get("/api/v1/export", {"format": "agents-md"})
-    assert b"linter" not in b"".join(other.streaming_content)
+    assert b"linter" not in other.getvalue()
 
 
 def test_cli_import_json_and_export(tenant_a: Tenant, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -135,3 +136,20 @@ def test_cli_import_json_and_export(tenant_a: Tenant, tmp_path: Path, capsys: py
     (tmp_path / "bad.mdc").write_text("---\nglobs: x\n")
     assert run_bench(import_cli, [str(tmp_path / "bad.mdc"), "--email", email]) == 1  # a failed file: exit 1
     assert "FAILED" in capsys.readouterr().out
+
+
+def test_dashboard_upload_and_download(client: Client, tenant_a: Tenant, tenant_b: Tenant) -> None:
+    client.force_login(tenant_a.user)
+    page = f"/dashboard/{tenant_a.project.id}/import"
+    assert client.get(page).status_code == 200
+    upload = SimpleUploadedFile("GEMINI.md", b"## Errors\n- Never swallow exceptions silently.\n")
+    response = client.post(page, {"files": [upload]})
+    assert response.status_code == 200 and b"1 created, 0 merged, 0 skipped" in response.content
+    row = KnowledgeItem.objects.get(owner=tenant_a.user)
+    assert row.project == tenant_a.project and row.type == "anti_principle" and row.trigger == "Errors"
+    assert client.post(page, {}).status_code == 400
+    download = client.get(f"/dashboard/{tenant_a.project.id}/export", {"format": "claude-md"})
+    assert download.status_code == 200 and b"Never swallow exceptions" in download.getvalue()
+    client.force_login(tenant_b.user)  # another tenant cannot reach the project's pages
+    assert client.get(page).status_code == 404
+    assert client.get(f"/dashboard/{tenant_a.project.id}/export").status_code == 404
