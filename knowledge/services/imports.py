@@ -104,9 +104,9 @@ def _absorb_rules(principal: Principal, project: Project | None, rules: list[Par
         if (d.type, d.content) in stored:
             receipts[i] = RuleReceipt(SKIPPED, d.type, excerpt(d.content), rules[i].line,
                                       reason=f"already in the brain as {stored[(d.type, d.content)]}")
-    result = knowledge_absorb(owner=principal.user, drafts=[(project, d) for _, d in fresh], dedup_project=project,
-                              reinforce=False)
-    for (i, d), (created, pk) in zip(fresh, result.outcomes, strict=True):
+    outcomes = knowledge_absorb(owner=principal.user, drafts=[(project, d) for _, d in fresh], dedup_project=project,
+                                reinforce=False).outcomes if fresh else []
+    for (i, d), (created, pk) in zip(fresh, outcomes, strict=True):
         receipts[i] = RuleReceipt(CREATED if created else MERGED, d.type, excerpt(d.content), rules[i].line, pk,
                                   "" if created else "a near-duplicate (cosine >= 0.85) of this existing rule")
     return [receipts[i] for i in range(len(rules))]

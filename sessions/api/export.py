@@ -123,7 +123,8 @@ def export_response(principal: Principal, fmt: str, project: Project | None, ses
     return _attachment(StreamingHttpResponse(body, content_type="application/json"), f"brain-export-{stamp}.json")
 
 
-@router.get("", response={200: ExportOut, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope},
+@router.get("", response={200: ExportOut, 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope,
+                          404: ErrorEnvelope},
             summary="Export everything you own (JSON, streamed), or your rules as AGENTS.md / CLAUDE.md / Cursor rules")
 def export(request: HttpRequest, format: ExportFormat = ExportFormat.JSON, project: str | None = None,
            sessions: bool = True) -> HttpResponseBase:
