@@ -41,6 +41,8 @@ COMMANDS: list[Command] = [
     Command(("token", "list"), "projects.cli.token_list"),
     Command(("jobs", "run"), "sessions.cli.jobs"),
     Command(("embeddings", "backfill"), "sessions.cli.embeddings"),
+    Command(("import",), "knowledge.cli.imports"),
+    Command(("export",), "sessions.cli.export"),
     Command(("mcp", "stdio"), "mcpgw.stdio", needs_db=False),
     Command(("bench", "jobs"), "brain.bench.jobs"),
     Command(("bench", "tools"), "brain.bench.tools"),

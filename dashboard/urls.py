@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard.views import guard, knowledge, oracle, overview, review, sessions
+from dashboard.views import guard, knowledge, oracle, overview, review, sessions, transfer
 
 P = "<uuid:project_id>/"
 K = P + "knowledge/<uuid:item_id>/"
@@ -26,4 +26,6 @@ urlpatterns = [
     path(P + "actions/", review.actions, name="dash_actions"),
     path(P + "oracle", oracle.oracle, name="dash_oracle"),
     path(P + "guard/", guard.guard_decisions, name="dash_guard"),
+    path(P + "import", transfer.import_view, name="dash_import"),
+    path(P + "export", transfer.export_view, name="dash_export"),
 ]

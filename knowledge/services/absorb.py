@@ -30,6 +30,8 @@ MAX_CONFIDENCE = 1.0
 class AbsorbResult:
     created: list[KnowledgeItem] = field(default_factory=list)
     merged: list[uuid.UUID] = field(default_factory=list)
+    # Per draft, in order: (True, new row id) when created, (False, twin id) when merged into a near-duplicate.
+    outcomes: list[tuple[bool, uuid.UUID]] = field(default_factory=list)
 
 
 def _dedup_scope(owner: User, project: Project | None) -> Q:
@@ -78,12 +80,14 @@ ScopedDraft = tuple[Project | None, KnowledgeDraft]
 def knowledge_absorb(
     *, owner: User, drafts: Sequence[ScopedDraft], dedup_project: Project | None = None,
     before_commit: Callable[[AbsorbResult], None] | None = None, source_session_id: uuid.UUID | None = None,
+    reinforce: bool = True,
 ) -> AbsorbResult:
     """Creates each (project, draft) unless a same-type row of the owner (personal or in `dedup_project`)
     lies within cosine 0.85: that row gets confidence +0.02 and success +1 instead. Embeds before the
     transaction; `before_commit` runs inside it (to mark a job done), so result and bookkeeping commit together.
     With `source_session_id` (rows learned from a session) a twin among the owner's learned rows of another
-    project is reinforced and promoted to the owner's scope (project null): it has proved itself in two projects."""
+    project is reinforced and promoted to the owner's scope (project null): it has proved itself in two projects.
+    `reinforce=False` (imports) leaves the twin as it is: a rule read from a file is not evidence it worked."""
     for _, draft in drafts:
         _validate(draft)
     vectors, model = embed_or_none(
@@ -100,9 +104,11 @@ def knowledge_absorb(
             promote = twin is None and elsewhere is not None and project is not None
             if promote and elsewhere is not None:
                 twin = _twin(elsewhere, draft, vector)
-            if twin is not None:
+            if twin is not None and reinforce:
                 _reinforce(twin, promote=promote)
+            if twin is not None:
                 result.merged.append(twin.id)
+                result.outcomes.append((False, twin.id))
                 continue
             result.created.append(KnowledgeItem.objects.create(
                 owner=owner, project=project, type=draft.type, trigger=draft.trigger.strip(),
@@ -110,7 +116,9 @@ def knowledge_absorb(
                 source=draft.source, confidence=draft.confidence, framework=draft.framework,
                 language=draft.language, stage=draft.stage, embedding=vector, embedding_model=model if vector else "",
                 source_session_id=source_session_id,
+                file_globs=list(draft.file_globs), always_apply=draft.always_apply,
             ))
+            result.outcomes.append((True, result.created[-1].id))
         skills_promote(ids=result.merged)  # a recipe learned again has worked again
         if before_commit is not None:
             before_commit(result)

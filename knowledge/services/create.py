@@ -12,7 +12,7 @@ from brain.errors import ValidationFailed
 from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.embeddings import EmbeddingUnavailable, embed_texts
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import FILE_GLOB_MAX, FILE_GLOBS_MAX, KnowledgeItem, KnowledgeType
 from projects.models import Project, User
 
 logger = logging.getLogger(__name__)
@@ -30,6 +30,8 @@ class KnowledgeDraft:
     framework: str = ""
     language: str = ""
     stage: str = ""
+    file_globs: Sequence[str] = field(default_factory=tuple)  # path scope (a rule file's `globs:`)
+    always_apply: bool = False  # unconditional (a rule file's `alwaysApply: true`)
 
 
 def knowledge_embedding_text(*, trigger: str, content: str) -> str:
@@ -55,6 +57,9 @@ def _validate(draft: KnowledgeDraft) -> None:
         raise ValidationFailed(f"type must be one of {', '.join(KnowledgeType.values)}; got {draft.type!r}")
     if not draft.content.strip():
         raise ValidationFailed("content (the rule text) must not be empty")
+    text_storable(file_globs=list(draft.file_globs))
+    if len(draft.file_globs) > FILE_GLOBS_MAX or any(len(g) > FILE_GLOB_MAX for g in draft.file_globs):
+        raise ValidationFailed(f"file globs: at most {FILE_GLOBS_MAX}, each at most {FILE_GLOB_MAX} characters")
     if not 0.0 <= draft.confidence <= 1.0:
         raise ValidationFailed(f"confidence must be between 0 and 1; got {draft.confidence}")
 
@@ -73,6 +78,7 @@ def knowledge_create_many(
             owner=owner, project=project, type=d.type, trigger=d.trigger.strip(), content=d.content.strip(),
             rationale=d.rationale.strip(), tags=list(d.tags), source=d.source, confidence=d.confidence,
             framework=d.framework, language=d.language, stage=d.stage,
+            file_globs=list(d.file_globs), always_apply=d.always_apply,
             embedding=vectors[i] if vectors else None, embedding_model=model,
         )
         for i, d in enumerate(drafts)

@@ -43,6 +43,7 @@ ROUTERS: list[tuple[str, str]] = [
     ("/peer-card", "knowledge.api.user.peer_router"),
     ("/sessions", "sessions.api.sessions.router"),
     ("/export", "sessions.api.export.router"),
+    ("/import", "knowledge.api.imports.router"),
 ]
 for prefix, dotted in ROUTERS:
     api.add_router(prefix, import_string(dotted))

@@ -71,13 +71,18 @@ class SessionDetailOut(SessionOut):
 class ExportKnowledgeOut(KnowledgeOut):
     deletedAt: datetime | None
     supersededById: uuid.UUID | None
+    decayScore: float = 1.0
+    fileGlobs: list[str] = Field(default_factory=list)
+    alwaysApply: bool = False
 
     @staticmethod
     def of_row(row: KnowledgeItem) -> ExportKnowledgeOut:
         # Built without validation: an export serialises thousands of our own rows, and ninja's validating
         # constructor dominated its time. The schemathesis run checks the streamed body against ExportOut.
         return ExportKnowledgeOut.model_construct(**KnowledgeOut.fields_of(row, row.owner_id),
-                                                  deletedAt=row.deleted_at, supersededById=row.superseded_by_id)
+                                                  deletedAt=row.deleted_at, supersededById=row.superseded_by_id,
+                                                  decayScore=row.decay_score, fileGlobs=list(row.file_globs),
+                                                  alwaysApply=row.always_apply)
 
 
 class ExportUser(Schema):
@@ -88,11 +93,11 @@ class ExportUser(Schema):
 class ExportOut(Schema):
     """The document GET /export streams (documented here; the body is written row by row)."""
 
-    format: str = Field(description="external-brain-export/1")
+    format: str = Field(description="external-brain-export/2 (/1 lacked decayScore, fileGlobs, alwaysApply)")
     exportedAt: datetime
     user: ExportUser
     peerCard: PeerCardOut
     projects: list[ProjectOut]
     tokens: list[TokenOut] = Field(description="metadata only: the secrets are never stored")
     knowledge: list[ExportKnowledgeOut] = Field(description="your rows, deleted and superseded ones included")
-    sessions: list[SessionDetailOut]
+    sessions: list[SessionDetailOut] = Field(default_factory=list, description="empty unless sessions were asked for")

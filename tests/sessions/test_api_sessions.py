@@ -88,7 +88,7 @@ def test_export_holds_everything_the_user_owns_and_nothing_else(tenant_a: Tenant
     bearer(tenant_a.user_raw).delete(f"/api/v1/knowledge/{gone.id}")
     knowledge_teach(principal=tenant_b.principal, rule="Bravo's secret rule")
     doc = _export(tenant_a.user_raw)
-    assert doc["format"] == "external-brain-export/1" and doc["user"]["email"] == "alice@a.example"
+    assert doc["format"] == "external-brain-export/2" and doc["user"]["email"] == "alice@a.example"
     assert doc["peerCard"]["facts"] == {"editor": "vim"}
     assert {p["name"] for p in doc["projects"]} == {"Alpha App", "Side"}
     assert {t["id"] for t in doc["tokens"]} == {str(t.id) for t in ApiToken.objects.filter(user=tenant_a.user)}
