@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from brain.errors import BrainError
+from knowledge.guard_models import DreamRun, GuardDecision, GuardPattern
 from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, LlmUsage, PeerCard, Proposal
 from knowledge.services.curate import knowledge_delete, knowledge_restore
 from knowledge.services.proposals import proposal_approve
@@ -105,3 +106,38 @@ class LlmUsageAdmin(admin.ModelAdmin):
     list_filter = ("day",)
     search_fields = ("user__email",)
     raw_id_fields = ("user",)
+
+
+@admin.register(GuardPattern)
+class GuardPatternAdmin(admin.ModelAdmin):
+    """The deterministic half of a guard rule; the rule text itself is its knowledge item."""
+
+    list_display = ("pattern", "kind", "severity", "knowledge", "created_at")
+    list_filter = ("kind", "severity")
+    search_fields = ("pattern", "alternative")
+    raw_id_fields = ("knowledge",)
+
+
+@admin.register(GuardDecision)
+class GuardDecisionAdmin(admin.ModelAdmin):
+    """What the guard answered: a record, so staff read it and never edit it."""
+
+    list_display = ("created_at", "allowed", "owner", "project", "short")
+    list_filter = ("allowed",)
+    search_fields = ("action", "owner__email")
+    raw_id_fields = ("owner", "project")
+    list_select_related = ("owner", "project")
+
+    @admin.display(description="action")
+    def short(self, obj: GuardDecision) -> str:
+        return obj.action[:80]
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(DreamRun)
+class DreamRunAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "scope", "reason", "owner")
+    search_fields = ("scope", "owner__email")
+    raw_id_fields = ("owner",)

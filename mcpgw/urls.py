@@ -3,4 +3,8 @@ from django.urls import path
 from mcpgw.cognibrain.views import cognibrain_endpoint
 from mcpgw.views import mcp_endpoint
 
-urlpatterns = [path("", mcp_endpoint, name="mcp"), path("/cognibrain", cognibrain_endpoint, name="mcp-cognibrain")]
+# Full paths here (included at the root): `/mcp` has no trailing slash, so it cannot be an include prefix.
+urlpatterns = [
+    path("mcp", mcp_endpoint, name="mcp"),
+    path("mcp/cognibrain", cognibrain_endpoint, name="mcp-cognibrain"),
+]

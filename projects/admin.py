@@ -3,7 +3,17 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from projects.models import ApiToken, AuditEvent, Invitation, LoginThrottle, Membership, Org, Project, User
+from projects.models import (
+    ApiToken,
+    AuditEvent,
+    IdempotencyKey,
+    Invitation,
+    LoginThrottle,
+    Membership,
+    Org,
+    Project,
+    User,
+)
 from projects.services.accounts import token_revoke
 
 
@@ -102,3 +112,13 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+@admin.register(IdempotencyKey)
+class IdempotencyKeyAdmin(admin.ModelAdmin):
+    """A replayable first answer; rows expire on their own (the hourly purge)."""
+
+    list_display = ("created_at", "user", "holder", "scope", "status")
+    search_fields = ("key", "holder", "scope", "user__email")
+    raw_id_fields = ("user",)
+    exclude = ("body",)  # a replayed answer may carry secrets of the call
