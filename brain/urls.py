@@ -9,6 +9,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # Apps are included by dotted path: brain imports no app (see tests/brain/test_import_direction.py).
     path("api/v1/", include("projects.api.urls")),
+    path("mcp/cognibrain", include("mcpgw.cognibrain.urls")),  # the Cognibrain tool profile
     path("mcp", include("mcpgw.urls")),
     path("dashboard/", include("dashboard.urls")),
     path("settings/", include("dashboard.urls_settings")),
