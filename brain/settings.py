@@ -20,6 +20,16 @@ if env.bool("BRAIN_BEHIND_TLS_PROXY", default=False):
     # Behind Caddy / an ingress that terminates TLS and sets X-Forwarded-Proto.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    # Plain http is redirected to https, except the probes a load balancer or kubelet sends to the pod directly.
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    # Browsers keep to https for this long once they have seen it (30 days by default; 0 turns HSTS off).
+    SECURE_HSTS_SECONDS = env.int("BRAIN_HSTS_SECONDS", default=30 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("BRAIN_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("BRAIN_HSTS_PRELOAD", default=False)
+    if not SECURE_HSTS_PRELOAD:
+        # Preloading is a submission to the browsers' lists: the operator's explicit choice, not a default.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",

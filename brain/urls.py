@@ -9,11 +9,11 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # Apps are included by dotted path: brain imports no app (see tests/brain/test_import_direction.py).
     path("api/v1/", include("projects.api.urls")),
-    path("", include("mcpgw.urls")),
+    path("mcp/cognibrain", include("mcpgw.cognibrain.urls")),  # the Cognibrain tool profile
+    path("mcp", include("mcpgw.urls")),
     path("dashboard/", include("dashboard.urls")),
     path("settings/", include("dashboard.urls_settings")),
     path("", include("projects.urls")),
-    path("", include("dashboard.urls_landing")),
 ]
 
 # A Host outside ALLOWED_HOSTS gets a JSON-RPC error on /mcp (Django's page elsewhere).
