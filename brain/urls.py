@@ -14,6 +14,7 @@ urlpatterns = [
     path("dashboard/", include("dashboard.urls")),
     path("settings/", include("dashboard.urls_settings")),
     path("", include("projects.urls")),
+    path("", include("dashboard.urls_landing")),
 ]
 
 # A Host outside ALLOWED_HOSTS gets a JSON-RPC error on /mcp (Django's page elsewhere).
