@@ -81,14 +81,16 @@ def test_session_tools_matrix(mcp_a: Mcp, mcp_b: Mcp, mcp_scoped: Mcp, tenant_a:
 
 
 def test_knowledge_tools_matrix(mcp_a: Mcp, mcp_b: Mcp, mcp_scoped: Mcp, tenant_a: Tenant) -> None:
-    other_project = ok(mcp_a, "brain_start_session", {"projectName": "Side"})["projectId"]
-    side = ok(mcp_a, "brain_teach_knowledge", {"rule": "side projects use sqlite", "type": "reflex",
-                                               "projectId": other_project})
+    # taught before any session is open, a rule without projectId lands in the default project
     main = ok(mcp_a, "brain_teach_knowledge", {"rule": "always type-hint public functions", "type": "reflex",
                                                "trigger": "writing python"})
     assert main["confidence"] == 1.0 and main["projectId"] == str(tenant_a.project.id)
+    other_project = ok(mcp_a, "brain_start_session", {"projectName": "Side"})["projectId"]
+    side = ok(mcp_a, "brain_teach_knowledge", {"rule": "side projects use sqlite", "type": "reflex",
+                                               "projectId": other_project})
     newer = ok(mcp_a, "brain_teach_knowledge", {"rule": "type-hint everything, private too", "type": "reflex",
-                                                "supersedesKnowledgeId": main["id"]})
+                                                "supersedesKnowledgeId": main["id"],
+                                                "projectId": str(tenant_a.project.id)})
     assert newer["supersededId"] == main["id"]
     assert ok(mcp_b, "brain_teach_knowledge", {"rule": "bob's rule", "supersedesKnowledgeId": newer["id"]}) \
         .get("supersededId") is None

@@ -12,7 +12,7 @@ from knowledge.guard_models import GuardDecision, GuardPattern
 from knowledge.models import KnowledgeItem
 from sessions.models import Session, SessionEvent, SessionKnowledgeApplication
 from tests.conftest import Tenant
-from tests.mcpgw.conftest import Mcp, call_tool, ops
+from tests.mcpgw.conftest import Mcp, call_tool, error_of, ops
 
 pytestmark = pytest.mark.django_db
 NINE = ["cognibrain_context", "cognibrain_coding_context", "cognibrain_guard", "cognibrain_memory_add",
@@ -38,7 +38,7 @@ def ok(mcp: Mcp, name: str, args: dict[str, Any] | None = None) -> dict[str, Any
 
 def code(mcp: Mcp, name: str, args: dict[str, Any]) -> str | None:
     result = call_tool(mcp, name, args)
-    return result["structuredContent"]["error"]["code"] if result.get("isError") else None
+    return error_of(result)["code"] if result.get("isError") else None
 
 
 @pytest.fixture
