@@ -86,7 +86,8 @@ def handle(request: HttpRequest, raw: str, message: dict[str, Any]) -> HttpRespo
         raise p.RpcError(p.INVALID_REQUEST, "Invalid Request: id must be a string or integer", status=400)
     if not counted:
         mcp_session_seen(session=session)
-    call = Call(principal=Principal(user=token.user, token=token), modern=False, version=session.protocol_version,
+    principal = Principal(user=token.user, token=token, binding=session.binding)
+    call = Call(principal=principal, modern=False, version=session.protocol_version,
                 session=session, counted=counted)
     try:
         result = dispatch(call, method, message.get("params"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from django.db import models
 
 # Field limits, named once: the services and selectors read these.
@@ -30,6 +32,12 @@ class McpSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.protocol_version})"
+
+    @property
+    def binding(self) -> str:
+        """The key per-connection state is bound to (Principal.binding): a digest, so the id itself, a
+        bearer-like secret, is stored nowhere else."""
+        return hashlib.sha256(f"mcp-session:{self.id}".encode()).hexdigest()[:48]
 
     @property
     def prefix(self) -> str:

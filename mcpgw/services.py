@@ -16,8 +16,17 @@ from brain.text import text_storable
 from mcpgw.models import CLIENT_NAME_MAX, CLIENT_VERSION_MAX, McpSession
 from mcpgw.selectors import idle_cutoff, mcp_sessions_open_of
 from projects.models import ApiToken
+from sessions.services.current import sessions_bound_close
 
 logger = logging.getLogger("mcpgw")
+# What becomes of the Cognibrain session bound to an MCP session that ends: a DELETE is the client saying it
+# is done (closed as completed, like cognibrain_session_end without the dream cycle); an expiry or an eviction
+# is the client gone silent (closed as abandoned, like the 2-hour sweep).
+BOUND_CLOSE = {
+    "deleted": (False, "completed: its MCP session was closed by the client (DELETE)"),
+    "idle": (True, "abandoned: its MCP session expired (idle)"),
+    "evicted": (True, "abandoned: its MCP session was evicted (too many open sessions for this token)"),
+}
 # last_seen_at only needs minute precision against a 30-minute idle limit: skip most writes.
 SEEN_INTERVAL = timedelta(seconds=30)
 
@@ -66,6 +75,8 @@ def _close(session: McpSession, *, reason: str, now: datetime) -> bool:
     if closed:
         session.refresh_from_db(fields=["tool_call_count"])
         _log_end(session, reason)
+        abandoned, summary = BOUND_CLOSE[reason]
+        sessions_bound_close(binding=session.binding, abandoned=abandoned, summary=summary)
     return bool(closed)
 
 

@@ -11,6 +11,9 @@ from projects.models import ApiToken, Project, User
 class Principal:
     user: User
     token: ApiToken | None = None
+    # An opaque key of the transport session this call arrived on (a digest of the MCP Mcp-Session-Id in the
+    # handshake era); blank for stateless calls. Per-connection state (the Cognibrain current session) keys on it.
+    binding: str = ""
 
     @property
     def token_project(self) -> Project | None:

@@ -14,6 +14,7 @@ from projects.models import STACK_NAME_MAX
 
 # Field limits, named once: the services and the MCP schemas read these.
 CLIENT_TYPE_MAX = 60
+BINDING_MAX = 64
 EVENT_TYPE_MAX = 40
 
 PROMPT_PREVIEW_CHARS = 240
@@ -33,12 +34,16 @@ class Session(TimestampedModel):
     user_feedback = models.CharField(max_length=8, blank=True)
     quality_score = models.PositiveSmallIntegerField(null=True, blank=True)
     outcome = models.JSONField(null=True, blank=True, help_text="the outcome report as received")
+    # The transport session an implicit (Cognibrain) session is bound to: Principal.binding, an opaque digest.
+    binding = models.CharField(max_length=BINDING_MAX, blank=True, default="")
 
     class Meta:
         ordering = ["-started_at"]
         indexes = [
             models.Index(fields=["user", "project", "-started_at"], name="session_user_project_started"),
             models.Index(fields=["user", "-started_at"], name="session_user_started"),
+            models.Index(fields=["binding"], name="session_open_binding",
+                         condition=models.Q(ended_at__isnull=True) & ~models.Q(binding="")),
         ]
 
     def __str__(self) -> str:

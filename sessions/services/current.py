@@ -1,6 +1,10 @@
-"""The implicit current session of the Cognibrain tools: one open agent session per user and project,
-opened by the first call (client type `cognibrain`), closed by cognibrain_session_end through the same
-outcome path as brain_report_session_outcome, or by the sweep after 2 idle hours as abandoned."""
+"""The implicit current session of the Cognibrain tools: one open agent session per user, project and
+binding, opened by the first call (client type `cognibrain`), closed by cognibrain_session_end through the
+same outcome path as brain_report_session_outcome, or by the sweep after 2 idle hours as abandoned.
+
+The binding is the transport session the calls arrive on (Principal.binding): in the MCP handshake era each
+Mcp-Session-Id gets its own agent session, closed with it (`sessions_bound_close`); stateless calls share
+the unbound one (blank binding)."""
 
 from __future__ import annotations
 
@@ -50,18 +54,23 @@ def _repo_project(principal: Principal, repo: str) -> Project:
     return found or project_resolve(principal=principal, project_name=repo).project
 
 
-def _open_of(principal: Principal) -> Session | None:
-    return (Session.objects.filter(user=principal.user, client_type=CLIENT_TYPE, ended_at__isnull=True,
+def _open_of(principal: Principal, *, any_binding: bool = False) -> Session | None:
+    found = Session.objects.filter(user=principal.user, client_type=CLIENT_TYPE, ended_at__isnull=True,
                                    project__in=projects_visible(principal=principal))
-            .order_by("-started_at").first())
+    if not any_binding:
+        found = found.filter(binding=principal.binding)
+    return found.order_by("-started_at").first()
 
 
 def current_project(*, principal: Principal, repo: str | None = None) -> Project:
     """The token's project; else `repo` by name in the caller's orgs (created on first use); else the
-    project of the caller's open Cognibrain session; else the brain tools' fallback."""
+    project of the caller's open Cognibrain session (this binding's first, then any); else the brain tools'
+    fallback."""
     text_storable(repo=repo)
     if principal.is_project_scoped or (repo is None or not repo.strip()):
-        if not principal.is_project_scoped and (open_now := _open_of(principal)) is not None:
+        if principal.is_project_scoped:
+            return project_resolve(principal=principal).project
+        if (open_now := _open_of(principal) or _open_of(principal, any_binding=True)) is not None:
             return open_now.project
         return project_resolve(principal=principal).project
     return _repo_project(principal, repo.strip())
@@ -71,22 +80,27 @@ def session_current_open(*, principal: Principal) -> Session | None:
     """The caller's open current session (the token's project for a project-scoped token), or None."""
     if principal.is_project_scoped:
         project = current_project(principal=principal)
-        return (Session.objects.filter(user=principal.user, project=project, client_type=CLIENT_TYPE,
-                                       ended_at__isnull=True).order_by("-started_at").first())
+        return _open_in(principal, project)
     return _open_of(principal)
+
+
+def _open_in(principal: Principal, project: Project) -> Session | None:
+    return (Session.objects.filter(user=principal.user, project=project, client_type=CLIENT_TYPE,
+                                   binding=principal.binding, ended_at__isnull=True)
+            .order_by("-started_at").first())
 
 
 def session_current(*, principal: Principal, repo: str | None = None) -> Session:
     """The open current session of the caller in the resolved project, opened when there is none."""
     project = current_project(principal=principal, repo=repo)
     with transaction.atomic():
-        _lock(principal.user.id, project.id)
-        found = (Session.objects.filter(user=principal.user, project=project, client_type=CLIENT_TYPE,
-                                        ended_at__isnull=True).order_by("-started_at").first())
-        if found is not None:
+        _lock(principal.user.id, project.id, principal.binding)
+        if (found := _open_in(principal, project)) is not None:
             return found
-        session = session_start(user=principal.user, project=project, client_type=CLIENT_TYPE, prompt="")
-    log_op(logger, "cognibrain.session_open", session=str(session.id)[:8], project=str(project.id)[:8])
+        session = session_start(user=principal.user, project=project, client_type=CLIENT_TYPE, prompt="",
+                                binding=principal.binding)
+    log_op(logger, "cognibrain.session_open", session=str(session.id)[:8], project=str(project.id)[:8],
+           bound=bool(principal.binding))
     return session
 
 
@@ -112,12 +126,14 @@ class Ended:
     closed: SessionClosed
 
 
-def session_current_end(*, principal: Principal, session: Session, abandoned: bool = False) -> Ended:
+def session_current_end(
+    *, principal: Principal, session: Session, abandoned: bool = False, summary: str = "",
+) -> Ended:
     """Closes the session through the outcome path: success unless its last command failed (or abandoned)."""
     failures = _failures(session)
+    default = "abandoned: idle for 2 hours" if abandoned else "closed by cognibrain_session_end"
     report = OutcomeReport(
-        success=not abandoned and _last_command_ok(session), errors=failures[:20],
-        summary="abandoned: idle for 2 hours" if abandoned else "closed by cognibrain_session_end",
+        success=not abandoned and _last_command_ok(session), errors=failures[:20], summary=summary or default,
         extra={"abandoned": True} if abandoned else {},
     )
     closed = session_report_outcome(principal=principal, session_id=str(session.id), report=report)
@@ -139,4 +155,18 @@ def cognibrain_sessions_sweep(*, now: datetime | None = None) -> int:
         count += 1
     if count:
         log_op(logger, "cognibrain.sweep", closed=count)
+    return count
+
+
+def sessions_bound_close(*, binding: str, abandoned: bool, summary: str) -> int:
+    """Closes the open current sessions bound to a transport session that ended: as completed (the same
+    close as cognibrain_session_end, without the dream cycle) or as abandoned; returns how many."""
+    if not binding:
+        return 0
+    bound = Session.objects.filter(binding=binding, client_type=CLIENT_TYPE, ended_at__isnull=True)
+    count = 0
+    for session in bound.select_related("user"):
+        session_current_end(principal=Principal(user=session.user), session=session, abandoned=abandoned,
+                            summary=summary)
+        count += 1
     return count

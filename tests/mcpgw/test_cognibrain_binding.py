@@ -1,0 +1,106 @@
+"""The handshake era binds the Cognibrain current session to the MCP session: one agent session per
+Mcp-Session-Id, closed when the MCP session is DELETEd (completed) or expires (abandoned)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from mcpgw import protocol as p
+from mcpgw.models import McpSession
+from mcpgw.services import mcp_sessions_sweep
+from sessions.models import Session
+from tests.conftest import Tenant
+from tests.mcpgw.conftest import Mcp, call_tool
+
+pytestmark = pytest.mark.django_db
+
+
+class Cog(Mcp):
+    def post(self, body: Any, headers: dict[str, str] | None = None, raw_body: bytes | None = None) -> Any:
+        data = raw_body if raw_body is not None else json.dumps(body)
+        return self.client.post("/mcp/cognibrain", data=data, content_type="application/json",
+                                headers=self.headers(headers))
+
+    def delete(self, session: str) -> Any:
+        return self.client.delete("/mcp/cognibrain", headers=self.headers({p.SESSION_HEADER: session}))
+
+
+def guard(cog: Cog, session: str | None = None) -> None:
+    result = call_tool(cog, "cognibrain_guard", {"action": "ls -la"}, session=session)
+    assert result["isError"] is False, result
+
+
+def agent(mcp_session: str) -> Session:
+    return Session.objects.get(binding=McpSession.objects.get(pk=mcp_session).binding)
+
+
+@pytest.fixture
+def cog_a(tenant_a: Tenant, client: Client) -> Cog:
+    return Cog(client, tenant_a.user_raw)
+
+
+@pytest.fixture
+def cog_b(tenant_b: Tenant, client: Client) -> Cog:
+    return Cog(client, tenant_b.user_raw)
+
+
+def test_each_mcp_session_gets_its_own_agent_session(cog_a: Cog, cog_b: Cog, tenant_a: Tenant) -> None:
+    first, second = cog_a.initialize(), cog_a.initialize()
+    guard(cog_a, first)
+    guard(cog_a, first)
+    guard(cog_a, second)
+    guard(cog_a)  # stateless era: the unbound current session
+    mine = Session.objects.filter(user=tenant_a.user, client_type="cognibrain")
+    assert mine.count() == 3 and mine.filter(binding="").count() == 1
+    assert agent(first) != agent(second) and agent(first).project == agent(second).project
+    assert first not in {s.binding for s in mine}  # the secret id itself is stored nowhere else
+    ended = call_tool(cog_a, "cognibrain_session_end", {}, session=second)["structuredContent"]
+    assert ended["sessionId"] == str(agent(second).id) and ended["closed"] is True
+    assert agent(first).ended_at is None and mine.get(binding="").ended_at is None
+    theirs = cog_b.initialize()
+    guard(cog_b, theirs)
+    assert agent(theirs).user != tenant_a.user
+    assert call_tool(cog_b, "cognibrain_session_end", {}, session=theirs)["structuredContent"]["closed"] is True
+    assert agent(first).ended_at is None  # tenant B ends only its own
+
+
+def test_delete_closes_the_bound_session_as_completed(cog_a: Cog, cog_b: Cog) -> None:
+    mine, theirs = cog_a.initialize(), cog_b.initialize()
+    guard(cog_a, mine)
+    guard(cog_b, theirs)
+    guard(cog_a)
+    assert cog_b.delete(mine).status_code == 401  # another tenant's token cannot end it
+    assert agent(mine).ended_at is None
+    assert cog_a.delete(mine).status_code == 200
+    closed = agent(mine)
+    assert closed.ended_at is not None and closed.success is True and closed.quality_score is not None
+    assert closed.outcome and closed.outcome["report"]["summary"].startswith("completed: its MCP session")
+    assert agent(theirs).ended_at is None
+    assert Session.objects.get(binding="").ended_at is None
+    guard(cog_a, cog_a.initialize())  # a fresh MCP session starts a fresh agent session
+    assert Session.objects.filter(client_type="cognibrain", ended_at__isnull=True).count() == 3
+
+
+def test_expiry_closes_the_bound_session_as_abandoned(cog_a: Cog, cog_b: Cog) -> None:
+    stale, fresh = cog_a.initialize(), cog_b.initialize()
+    guard(cog_a, stale)
+    guard(cog_b, fresh)
+    McpSession.objects.filter(pk=stale).update(last_seen_at=timezone.now() - timedelta(hours=1))
+    assert mcp_sessions_sweep() == 1
+    gone = agent(stale)
+    assert gone.ended_at is not None and gone.success is False
+    assert gone.outcome and gone.outcome["report"]["summary"] == "abandoned: its MCP session expired (idle)"
+    assert agent(fresh).ended_at is None
+
+
+def test_an_mcp_session_without_cognibrain_calls_closes_nothing(cog_a: Cog) -> None:
+    guard(cog_a)
+    quiet = cog_a.initialize()
+    assert cog_a.delete(quiet).status_code == 200
+    assert Session.objects.get(client_type="cognibrain").ended_at is None
