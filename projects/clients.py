@@ -17,6 +17,7 @@ from pathlib import Path
 TOKEN_ENV = "BRAIN_MCP_TOKEN"
 AUTH_HEADER_ENV = "BRAIN_AUTH_HEADER"
 SERVER_NAME = "brain"
+COGNIBRAIN_SERVER_NAME = "cognibrain"
 PLACEHOLDER = "<your-token>"
 OSES: dict[str, str] = {"macos": "macOS", "linux": "Linux", "windows": "Windows (PowerShell)"}
 
@@ -39,6 +40,11 @@ class Client:
     steps: Callable[[str, str, str], list[Step]]  # (os, mcp url, base url) -> client-specific steps
 
 
+def _name(mcp: str) -> str:
+    """The server entry's name: one per profile, so both can sit side by side in one client's config."""
+    return COGNIBRAIN_SERVER_NAME if mcp.endswith(COGNIBRAIN_PATH) else SERVER_NAME
+
+
 def _json(data: object) -> str:
     return json.dumps(data, indent=2) + "\n"
 
@@ -54,12 +60,12 @@ def _project(os_id: str, rel: str) -> str:
 def _claude(os_id: str, mcp: str, base: str) -> list[Step]:
     var = f"$env:{TOKEN_ENV}" if os_id == "windows" else f"${TOKEN_ENV}"
     shell = "powershell" if os_id == "windows" else "bash"
-    project_file = {"mcpServers": {SERVER_NAME: {
+    project_file = {"mcpServers": {_name(mcp): {
         "type": "http", "url": mcp, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"},
     }}}
     return [
         Step("Add the server for your user", language=shell,
-             body=f'claude mcp add --transport http --scope user {SERVER_NAME} {mcp} '
+             body=f'claude mcp add --transport http --scope user {_name(mcp)} {mcp} '
                   f'--header "Authorization: Bearer {var}"\nclaude mcp list\n'),
         Step("Or share it with the repository", language="json", path=_project(os_id, ".mcp.json"),
              body=_json(project_file),
@@ -68,13 +74,13 @@ def _claude(os_id: str, mcp: str, base: str) -> list[Step]:
 
 
 def _cursor(os_id: str, mcp: str, base: str) -> list[Step]:
-    data = {"mcpServers": {SERVER_NAME: {"url": mcp, "headers": {"Authorization": f"Bearer ${{env:{TOKEN_ENV}}}"}}}}
+    data = {"mcpServers": {_name(mcp): {"url": mcp, "headers": {"Authorization": f"Bearer ${{env:{TOKEN_ENV}}}"}}}}
     return [Step("Add to the project's Cursor config", language="json", path=_project(os_id, ".cursor/mcp.json"),
                  body=_json(data), note=f"Or {_home(os_id, '.cursor/mcp.json')} for every project. Restart Cursor.")]
 
 
 def _windsurf(os_id: str, mcp: str, base: str) -> list[Step]:
-    data = {"mcpServers": {SERVER_NAME: {
+    data = {"mcpServers": {_name(mcp): {
         "serverUrl": mcp, "headers": {"Authorization": f"Bearer ${{env:{TOKEN_ENV}}}"},
     }}}
     return [Step("Merge into Windsurf's MCP config", language="json",
@@ -86,7 +92,7 @@ def _vscode(os_id: str, mcp: str, base: str) -> list[Step]:
     data = {
         "inputs": [{"type": "promptString", "id": "brain-token", "description": "External Brain token",
                     "password": True}],
-        "servers": {SERVER_NAME: {
+        "servers": {_name(mcp): {
             "type": "http", "url": mcp, "headers": {"Authorization": "Bearer ${input:brain-token}"},
         }},
     }
@@ -95,13 +101,13 @@ def _vscode(os_id: str, mcp: str, base: str) -> list[Step]:
 
 
 def _codex(os_id: str, mcp: str, base: str) -> list[Step]:
-    body = f'[mcp_servers.{SERVER_NAME}]\nurl = "{mcp}"\nbearer_token_env_var = "{TOKEN_ENV}"\n'
+    body = f'[mcp_servers.{_name(mcp)}]\nurl = "{mcp}"\nbearer_token_env_var = "{TOKEN_ENV}"\n'
     return [Step("Append to Codex's config", language="toml", path=_home(os_id, ".codex/config.toml"), body=body,
                  note=f"Codex reads the token from ${TOKEN_ENV} when it starts; check with `codex mcp list`.")]
 
 
 def _gemini(os_id: str, mcp: str, base: str) -> list[Step]:
-    data = {"mcpServers": {SERVER_NAME: {"httpUrl": mcp, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}}}
+    data = {"mcpServers": {_name(mcp): {"httpUrl": mcp, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}}}
     return [Step("Merge into Gemini CLI's settings", language="json", path=_home(os_id, ".gemini/settings.json"),
                  body=_json(data), note="Check with /mcp inside Gemini CLI.")]
 
@@ -110,7 +116,7 @@ def _stdio(os_id: str, mcp: str, base: str) -> list[Step]:
     # Clients start commands without the user's PATH (after `make run`, brain is .venv/bin/brain): an absolute path.
     command = str(Path(sys.executable).with_name("brain"))
     args = ["mcp", "stdio"] + (["--profile", "cognibrain"] if mcp.endswith(COGNIBRAIN_PATH) else [])
-    data = {"mcpServers": {SERVER_NAME: {"command": command, "args": args, "env": {"BRAIN_URL": base}}}}
+    data = {"mcpServers": {_name(mcp): {"command": command, "args": args, "env": {"BRAIN_URL": base}}}}
     return [Step("Add a command server to your client", language="json", path="your client's MCP config file",
                  body=_json(data),
                  note=f"{command} is where this server's `brain` command is installed; on another machine use "
@@ -119,7 +125,7 @@ def _stdio(os_id: str, mcp: str, base: str) -> list[Step]:
 
 
 def _mcp_remote(os_id: str, mcp: str, base: str) -> list[Step]:
-    data = {"mcpServers": {SERVER_NAME: {
+    data = {"mcpServers": {_name(mcp): {
         "command": "npx", "args": ["-y", "mcp-remote", mcp, "--header", f"Authorization:${{{AUTH_HEADER_ENV}}}"],
     }}}
     return [Step("Add a command server to your client", language="json", path="your client's MCP config file",
@@ -169,11 +175,13 @@ def env_step(*, os_id: str, token: str | None, client_id: str) -> Step:
     return Step("Keep the token in your environment", body, "bash", note=note)
 
 
-def installer_step(*, os_id: str, base_url: str, client_id: str) -> Step:
+def installer_step(*, os_id: str, base_url: str, client_id: str, profile: str = "brain") -> Step:
     if os_id == "windows":
-        body = f"& ([scriptblock]::Create((irm {base_url}/api/onboard.ps1))) -Client {client_id}\n"
+        flag = " -Profile cognibrain" if profile == "cognibrain" else ""
+        body = f"& ([scriptblock]::Create((irm {base_url}/api/onboard.ps1))) -Client {client_id}{flag}\n"
         return Step("Or let the installer do it and test the connection", body, "powershell")
-    body = f"curl -fsSL {base_url}/api/onboard.sh | bash -s -- --client {client_id}\n"
+    flag = " --profile cognibrain" if profile == "cognibrain" else ""
+    body = f"curl -fsSL {base_url}/api/onboard.sh | bash -s -- --client {client_id}{flag}\n"
     return Step("Or let the installer do it and test the connection", body, "bash")
 
 
@@ -192,6 +200,6 @@ def setup_steps(*, client_id: str, os_id: str, base_url: str, token: str | None 
     client, base = CLIENTS[client_id], base_url.rstrip("/")
     steps = [] if client_id == "vscode" else [env_step(os_id=os_id, token=token, client_id=client_id)]
     steps += client.steps(os_id, f"{base}{COGNIBRAIN_PATH}" if profile == "cognibrain" else f"{base}/mcp", base)
-    if client.installer and profile == "brain":  # the installer checks the brain tools' endpoint
-        steps.append(installer_step(os_id=os_id, base_url=base, client_id=client_id))
+    if client.installer:
+        steps.append(installer_step(os_id=os_id, base_url=base, client_id=client_id, profile=profile))
     return steps

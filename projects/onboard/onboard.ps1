@@ -1,13 +1,18 @@
 # External Brain installer for Windows PowerShell 5.1+ and PowerShell 7.
 #
 #   $env:BRAIN_MCP_TOKEN = 'ebt_...'     # mint one at <server>/settings/tokens
-#   & ([scriptblock]::Create((irm <server>/api/onboard.ps1))) -Client claude-code
+#   & ([scriptblock]::Create((irm <server>/api/onboard.ps1))) -Client claude-code [-Profile cognibrain]
 #
+# -Profile cognibrain configures the cognibrain_* tools (/mcp/cognibrain, server entry "cognibrain").
 # Same steps as onboard.sh: test the connection, configure the client (backup on change), record
 # the installation (warnings only), print a first prompt. Safe to run again.
 param(
   [ValidateSet('claude-code', 'cursor', 'windsurf', 'gemini', 'codex')]
-  [string]$Client = 'claude-code'
+  [string]$Client = 'claude-code',
+  # Not named $Profile: that is PowerShell's automatic variable (the profile script's path).
+  [Alias('Profile')]
+  [ValidateSet('brain', 'cognibrain')]
+  [string]$McpProfile = 'brain'
 )
 $ErrorActionPreference = 'Stop'
 $InstallerVersion = '1'
@@ -15,6 +20,8 @@ $BrainUrl = if ($env:BRAIN_URL) { $env:BRAIN_URL } else { '__BRAIN_URL__' }
 $BrainUrl = $BrainUrl.TrimEnd('/')
 $McpUrl = "$BrainUrl/mcp"
 $ServerName = 'brain'
+$ProbeTool = 'brain_get_user_style'  # a read-only tool of the profile, called to prove the connection
+if ($McpProfile -eq 'cognibrain') { $McpUrl = "$BrainUrl/mcp/cognibrain"; $ServerName = 'cognibrain'; $ProbeTool = 'cognibrain_health' }
 $script:SessionId = $null
 $script:Protocol = '2025-06-18'
 
@@ -74,12 +81,12 @@ function Test-Connection {
   [void](Invoke-Mcp @{ jsonrpc = '2.0'; method = 'notifications/initialized' } 'initialized notification')
   $tools = Invoke-Mcp @{ jsonrpc = '2.0'; id = 2; method = 'tools/list'; params = @{} } 'tools/list'
   Assert-Ok $tools 'tools/list'
-  if (-not ($tools.result.tools | Where-Object { $_.name -eq 'brain_get_user_style' })) {
-    Fail 'tools/list: this server does not offer brain_get_user_style yet; upgrade the server, then run this again'
+  if (-not ($tools.result.tools | Where-Object { $_.name -eq $ProbeTool })) {
+    Fail "tools/list: this server does not offer $ProbeTool yet; upgrade the server, then run this again"
   }
-  $style = Invoke-Mcp @{ jsonrpc = '2.0'; id = 3; method = 'tools/call'; params = @{ name = 'brain_get_user_style'; arguments = @{} } } 'brain_get_user_style'
-  Assert-Ok $style 'brain_get_user_style'
-  Write-Host "ok: initialize, tools/list and brain_get_user_style answered (protocol $($script:Protocol))"
+  $probe = Invoke-Mcp @{ jsonrpc = '2.0'; id = 3; method = 'tools/call'; params = @{ name = $ProbeTool; arguments = @{} } } $ProbeTool
+  Assert-Ok $probe $ProbeTool
+  Write-Host "ok: initialize, tools/list and $ProbeTool answered (protocol $($script:Protocol))"
 }
 
 function Merge-JsonConfig([string]$Path, [string]$Container, [hashtable]$Entry) {
@@ -144,6 +151,7 @@ function Set-Client {
 
 function Send-InstallPing {
   Step 'Recording the installation'
+  if ($McpProfile -eq 'cognibrain') { Write-Host 'skipped: the cognibrain profile records no installer session'; return }
   try {
     $clientType = $Client -replace '-', '_'
     $start = Invoke-Mcp @{ jsonrpc = '2.0'; id = 10; method = 'tools/call'; params = @{ name = 'brain_start_session'; arguments = @{ clientType = $clientType; prompt = "brain installer ping v$InstallerVersion" } } } 'brain_start_session' -Soft
@@ -166,4 +174,9 @@ Test-Connection
 Set-Client
 Send-InstallPing
 Step 'Done. Paste this into your agent to start:'
+if ($McpProfile -eq 'cognibrain') {
+  Write-Host '  Remember for this repo: never edit dist/** (it is generated); edit src/ instead.'
+  Write-Host '(It calls cognibrain_memory_add; from then on cognibrain_guard blocks edits under dist/.)'
+  exit 0
+}
 Write-Host '  Remember for this project: run the test suite before every commit, and tell me if it fails.'

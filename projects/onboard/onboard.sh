@@ -2,10 +2,12 @@
 # External Brain installer: connects an MCP client to this server and proves the connection works.
 #
 #   export BRAIN_MCP_TOKEN='ebt_…'          # mint one at <server>/settings/tokens
-#   curl -fsSL <server>/api/onboard.sh | bash -s -- --client claude-code
+#   curl -fsSL <server>/api/onboard.sh | bash -s -- --client claude-code [--profile cognibrain]
 #
-# Clients: claude-code (default), cursor, windsurf, gemini, codex. Safe to run again: it rewrites
-# only what differs and keeps a timestamped backup of any config file it changes.
+# Clients: claude-code (default), cursor, windsurf, gemini, codex. Profiles: brain (default; the brain_*
+# tools at /mcp, server entry "brain") or cognibrain (the cognibrain_* tools at /mcp/cognibrain, server entry
+# "cognibrain"), so both can be installed side by side. Safe to run again: it rewrites only what differs and
+# keeps a timestamped backup of any config file it changes.
 set -euo pipefail
 
 INSTALLER_VERSION="2"
@@ -14,6 +16,8 @@ BRAIN_URL="${BRAIN_URL%/}"
 MCP_URL="$BRAIN_URL/mcp"
 SERVER_NAME="brain"
 CLIENT="claude-code"
+PROFILE="brain"
+PROBE_TOOL="brain_get_user_style"  # a read-only tool of the profile, called to prove the connection
 PROTOCOL="2025-06-18"
 SESSION_ID=""
 umask 077  # every file this script writes (the header file, configs, the env file) is private
@@ -27,7 +31,7 @@ warn() { printf 'warning: %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 usage() {
-  say "usage: onboard.sh [--client claude-code|cursor|windsurf|gemini|codex]"
+  say "usage: onboard.sh [--client claude-code|cursor|windsurf|gemini|codex] [--profile brain|cognibrain]"
   say "The token is read from BRAIN_MCP_TOKEN (or asked for on the terminal); the server is $BRAIN_URL."
 }
 
@@ -36,6 +40,8 @@ parse_args() {
     case "$1" in
       --client) [ $# -ge 2 ] || die "--client needs a value"; CLIENT="$2"; shift 2 ;;
       --client=*) CLIENT="${1#--client=}"; shift ;;
+      --profile) [ $# -ge 2 ] || die "--profile needs a value (brain or cognibrain)"; PROFILE="$2"; shift 2 ;;
+      --profile=*) PROFILE="${1#--profile=}"; shift ;;
       -h|--help) usage; exit 0 ;;
       *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -43,6 +49,11 @@ parse_args() {
   case "$CLIENT" in
     claude-code|cursor|windsurf|gemini|codex) ;;
     *) die "unsupported client '$CLIENT'; the set-up page at $BRAIN_URL/settings/setup covers the others" ;;
+  esac
+  case "$PROFILE" in
+    brain) ;;
+    cognibrain) MCP_URL="$BRAIN_URL/mcp/cognibrain"; SERVER_NAME="cognibrain"; PROBE_TOOL="cognibrain_health" ;;
+    *) die "unsupported profile '$PROFILE'; use brain (the brain_* tools) or cognibrain (the cognibrain_* tools)" ;;
   esac
 }
 
@@ -136,14 +147,21 @@ smoke_test() {
   diagnose "initialized notification"
   mcp_post '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}'
   diagnose "tools/list"
-  grep -q '"brain_get_user_style"' "$WORK/body" ||
-    die "tools/list: this server does not offer brain_get_user_style yet; upgrade the server, then run this again"
-  mcp_post '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"brain_get_user_style","arguments":{}}}'
-  diagnose "brain_get_user_style"
-  say "ok: initialize, tools/list and brain_get_user_style answered (protocol $PROTOCOL)"
+  grep -q "\"$PROBE_TOOL\"" "$WORK/body" ||
+    die "tools/list: this server does not offer $PROBE_TOOL yet; upgrade the server, then run this again"
+  mcp_post '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"'"$PROBE_TOOL"'","arguments":{}}}'
+  diagnose "$PROBE_TOOL"
+  say "ok: initialize, tools/list and $PROBE_TOOL answered (protocol $PROTOCOL)"
 }
 
-# Merges {"<container>": {"brain": <entry>}} into a JSON file; writes (with a backup) only on change.
+# Ends the smoke test's MCP session (a Cognibrain session bound to it, if any, closes with it).
+end_session() {
+  [ -n "$SESSION_ID" ] || return 0
+  curl -sS --connect-timeout 10 --max-time 30 -o /dev/null -X DELETE -H "@$WORK/auth" \
+    -H "Mcp-Session-Id: $SESSION_ID" "$MCP_URL" 2>/dev/null || true
+}
+
+# Merges {"<container>": {"<server name>": <entry>}} into a JSON file; writes (with a backup) only on change.
 merge_json() {
   local file="$1" container="$2" entry="$3"
   mkdir -p "$(dirname "$file")"
@@ -241,6 +259,11 @@ client_version() {
 
 install_ping() {
   step "Recording the installation"
+  if [ "$PROFILE" = cognibrain ]; then
+    # The Cognibrain tools have no session tools to record it with: the smoke test's health call is the record.
+    say "skipped: the cognibrain profile records no installer session"
+    return 0
+  fi
   local client_type os version session
   client_type="$(printf '%s' "$CLIENT" | tr '-' '_')"
   os="$(uname -sm 2>/dev/null | tr -cd 'A-Za-z0-9 ._-')"
@@ -271,6 +294,11 @@ install_ping() {
 
 first_prompt() {
   step "Done. Paste this into your agent to start:"
+  if [ "$PROFILE" = cognibrain ]; then
+    say "  Remember for this repo: never edit dist/** (it is generated); edit src/ instead."
+    say "(It calls cognibrain_memory_add; from then on cognibrain_guard blocks edits under dist/.)"
+    return 0
+  fi
   say "  Remember for this project: run the test suite before every commit, and tell me if it fails."
   say "(It calls brain_teach_knowledge; new sessions of any connected agent will then follow the rule.)"
 }
@@ -282,6 +310,7 @@ main() {
   smoke_test
   configure_client
   install_ping
+  end_session
   first_prompt
 }
 

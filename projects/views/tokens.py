@@ -27,15 +27,25 @@ def public_base_url(request: HttpRequest) -> str:
     return request.build_absolute_uri("/").rstrip("/")
 
 
-def _wizard(base_url: str, token: str | None, profile: str = "brain") -> list[dict[str, object]]:
+def _wizard(base_url: str, token: str | None) -> list[dict[str, object]]:
+    """Every client x OS x tool profile: the page switches between them client-side (the raw token is shown
+    once, so a choice cannot cost a round trip)."""
     return [
         {"client": client, "oses": [
-            {"id": os_id, "name": os_name,
-             "steps": setup_steps(client_id=client.id, os_id=os_id, base_url=base_url, token=token, profile=profile)}
+            {"id": os_id, "name": os_name, "profiles": [
+                {"id": profile, "steps": setup_steps(client_id=client.id, os_id=os_id, base_url=base_url,
+                                                     token=token, profile=profile)}
+                for profile in PROFILES
+            ]}
             for os_id, os_name in OSES.items()
         ]}
         for client in CLIENTS.values()
     ]
+
+
+def _chosen_profile(request: HttpRequest) -> str:
+    profile = request.GET.get("profile", "brain")
+    return profile if profile in PROFILES else "brain"
 
 
 @never_cache
@@ -54,7 +64,8 @@ def tokens(request: HttpRequest) -> HttpResponse:
         if not isinstance(created, Refused):
             token, raw = created
             base = public_base_url(request)
-            context.update(minted=token, raw=raw, wizard=_wizard(base, raw), base_url=base)
+            context.update(minted=token, raw=raw, wizard=_wizard(base, raw), base_url=base, profiles=PROFILES,
+                           profile=_chosen_profile(request))
             context["form"] = TokenMintForm(projects=list(projects_visible(principal=Principal(user=user))))
             status = 201
     context["tokens"] = tokens_of(user=user)
@@ -74,8 +85,6 @@ def token_revoke_view(request: HttpRequest, token_id: uuid.UUID) -> HttpResponse
 @login_required
 def setup_guide(request: HttpRequest) -> HttpResponse:
     """The same set-up instructions without a token, for people who already have one; `?profile=cognibrain`
-    gives them for the Cognibrain tool set."""
-    profile = request.GET.get("profile", "brain")
-    profile = profile if profile in PROFILES else "brain"
-    return render(request, "tokens/setup.html", {"wizard": _wizard(public_base_url(request), None, profile),
-                                                 "profiles": PROFILES, "profile": profile})
+    preselects the Cognibrain tool set."""
+    return render(request, "tokens/setup.html", {"wizard": _wizard(public_base_url(request), None),
+                                                 "profiles": PROFILES, "profile": _chosen_profile(request)})

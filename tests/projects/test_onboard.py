@@ -100,6 +100,9 @@ def test_missing_token_and_unknown_client_fail_with_advice(tmp_path: Path) -> No
     assert run.code == 1 and "export BRAIN_MCP_TOKEN" in run.err
     run = _run(script, tmp_path / "home", token="ebt_x", args=("--client", "emacs"))
     assert run.code == 1 and "unsupported client 'emacs'" in run.err
+    run = _run(script, tmp_path / "home", token="ebt_x", args=("--profile", "hivemind"))
+    assert run.code == 1 and "unsupported profile 'hivemind'" in run.err and "cognibrain" in run.err
+    assert not (tmp_path / "home" / ".claude.json").exists()
 
 
 def test_server_down_is_diagnosed_as_connection_refused(tmp_path: Path) -> None:
@@ -197,3 +200,34 @@ def test_without_claude_cli_the_config_file_is_merged_with_a_backup(live_server:
     bashrc = (home / ".bashrc").read_text()
     assert tenant["user_raw"] not in bashrc and bashrc.count(".config/external-brain/env\"") == 2
     assert tenant["user_raw"] not in first.command_lines + second.command_lines
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_cognibrain_profile_installs_beside_the_brain_tools(live_server: object, tmp_path: Path) -> None:
+    from sessions.models import Session as AgentSession
+
+    url = str(live_server.url)  # type: ignore[attr-defined]
+    tenant = make_tenant("installer@i.example", "Installer App")
+    other = make_tenant("other@o.example", "Other App")
+    script, home = _script(tmp_path, url), tmp_path / "home"
+    brain = _run(script, home, token=tenant["user_raw"], args=("--client", "cursor"), with_claude=False)
+    assert brain.code == 0, brain.out + brain.err
+    cog = _run(script, home, token=tenant["user_raw"], args=("--client", "cursor", "--profile", "cognibrain"),
+               with_claude=False)
+    assert cog.code == 0, cog.out + cog.err
+    assert f"Testing the connection to {url}/mcp/cognibrain" in cog.out
+    assert "cognibrain_health answered" in cog.out and "cognibrain_memory_add" in cog.out
+    servers = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert servers["brain"]["url"] == f"{url}/mcp"  # the brain entry is kept, the Cognibrain one added
+    assert servers["cognibrain"] == {
+        "url": f"{url}/mcp/cognibrain", "headers": {"Authorization": "Bearer ${env:BRAIN_MCP_TOKEN}"},
+    }
+    assert tenant["user_raw"] not in cog.command_lines
+    assert "-X DELETE" in cog.command_lines  # the smoke test's MCP session is ended, not left to expire
+    # health opens no session; the brain run's installer ping is the tenant's only one, the other has none
+    assert AgentSession.objects.filter(user=tenant["user"], client_type="cognibrain").count() == 0
+    assert not AgentSession.objects.filter(user=other["user"]).exists()
+    again = _run(script, home, token=tenant["user_raw"], args=("--client", "cursor", "--profile=cognibrain"),
+                 with_claude=False)
+    assert again.code == 0 and "unchanged:" in again.out

@@ -22,15 +22,27 @@ def test_every_client_gets_the_profiles_endpoint() -> None:
     assert "/mcp/cognibrain" not in _text("cursor", "brain") and "https://b.example/mcp" in _text("cursor", "brain")
     assert "--profile" in _text("stdio", "cognibrain")
     assert "--profile" not in _text("stdio", "brain")
+    # one server entry per profile, so both fit side by side in one client's config
+    assert '"cognibrain": {' in _text("cursor", "cognibrain") and '"brain": {' not in _text("cursor", "cognibrain")
+    assert "--scope user cognibrain https://b.example/mcp/cognibrain" in _text("claude-code", "cognibrain")
+    assert "[mcp_servers.cognibrain]" in _text("codex", "cognibrain")
+    # the installer configures either profile
+    assert "onboard.sh | bash -s -- --client cursor --profile cognibrain" in _text("cursor", "cognibrain")
+    assert "--client cursor\n" in _text("cursor", "brain") + "\n" and "--profile" not in _text("cursor", "brain")
+    windows = setup_steps(client_id="gemini", os_id="windows", base_url="https://b.example", profile="cognibrain")
+    assert windows[-1].body.endswith("-Client gemini -Profile cognibrain\n")
     with pytest.raises(KeyError):
         setup_steps(client_id="cursor", os_id="linux", base_url="https://b.example", profile="other")
 
 
 @pytest.mark.django_db
-def test_setup_guide_switches_profile(client: Client, tenant_a: Tenant) -> None:
+def test_setup_guide_offers_both_profiles(client: Client, tenant_a: Tenant) -> None:
     client.force_login(tenant_a.user)
-    page = client.get("/settings/setup?profile=cognibrain").content.decode()
-    assert "http://testserver/mcp/cognibrain" in page and "?profile=brain" in page
     default = client.get("/settings/setup").content.decode()
-    assert "http://testserver/mcp/cognibrain" not in default and "http://testserver/mcp" in default
-    assert "?profile=cognibrain" in default
+    assert '<option value="brain" selected>' in default and '<option value="cognibrain">' in default
+    assert 'data-profile="cognibrain"' in default and 'data-profile="brain"' in default
+    assert "http://testserver/mcp/cognibrain" in default and "--scope user brain http://testserver/mcp " in default
+    chosen = client.get("/settings/setup?profile=cognibrain").content.decode()
+    assert '<option value="cognibrain" selected>' in chosen
+    unknown = client.get("/settings/setup?profile=<x>").content.decode()
+    assert '<option value="brain" selected>' in unknown and "&lt;x&gt;" not in unknown

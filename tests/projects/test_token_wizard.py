@@ -30,6 +30,10 @@ def test_mint_shows_raw_token_once_with_setup_for_every_client(tenant_a: Tenant)
     for name in ("Cursor", "Windsurf", "VS Code with GitHub Copilot", "Codex CLI", "Gemini CLI", "npx mcp-remote"):
         assert name in html
     assert "curl -fsSL http://testserver/api/onboard.sh | bash -s -- --client claude-code" in html
+    # the same token, for the Cognibrain tools: its own panels, endpoint, server entry and installer flag
+    assert 'claude mcp add --transport http --scope user cognibrain http://testserver/mcp/cognibrain' in html
+    assert "bash -s -- --client claude-code --profile cognibrain" in html
+    assert '<option value="brain" selected>' in html
     later = client.get("/settings/tokens").content.decode()
     assert raw.group(1) not in later and "desk" in later and raw.group(1)[:12] in later
 
