@@ -17,6 +17,7 @@ urlpatterns = [
     path(K + "edit", knowledge.knowledge_edit_view, name="dash_knowledge_edit"),
     path(K + "supersede", knowledge.knowledge_supersede_view, name="dash_knowledge_supersede"),
     path(K + "delete", knowledge.knowledge_delete_view, name="dash_knowledge_delete"),
+    path(K + "promote", knowledge.knowledge_promote_view, name="dash_knowledge_promote"),
     path(P + "sessions/", sessions.sessions_index, name="dash_sessions"),
     path(P + "sessions/<uuid:session_id>/", sessions.session_view, name="dash_session"),
     path(P + "review/", review.review, name="dash_review"),

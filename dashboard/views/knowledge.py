@@ -26,6 +26,7 @@ from knowledge.selectors.dashboard import (
 )
 from knowledge.selectors.search import decay_floor, knowledge_search
 from knowledge.services.curate import knowledge_delete, knowledge_edit, knowledge_restore, knowledge_supersede
+from knowledge.services.promote import knowledge_promote
 from knowledge.services.teach import knowledge_teach
 from projects.models import Project
 from projects.views.attempt import Refused, attempt
@@ -163,6 +164,17 @@ def knowledge_delete_view(request: HttpRequest, project_id: uuid.UUID, item_id: 
     service = knowledge_restore if restore else knowledge_delete
     attempt(request, lambda: service(principal=principal_of(request), item_id=item.id),
             ok="Restored." if restore else "Deleted. It no longer reaches sessions; restore it here.")
+    return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
+
+
+@login_required
+@require_POST
+def knowledge_promote_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
+    """Moves a row of the caller's from this project to their scope (the REST promote, from the page)."""
+    project = project_of(request, project_id)
+    item = _item(request, project, item_id)
+    attempt(request, lambda: knowledge_promote(principal=principal_of(request), item_id=item.id),
+            ok="Promoted: it now reaches every project of yours.")
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
 
 
