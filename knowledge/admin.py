@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from brain.errors import BrainError
-from knowledge.guard_models import DreamRun, GuardDecision, GuardPattern
+from knowledge.guard_models import DreamRun, GuardDecision, GuardPattern, GuardRuleVersion
 from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, LlmUsage, PeerCard, Proposal
 from knowledge.services.curate import knowledge_delete, knowledge_restore
 from knowledge.services.proposals import proposal_approve
@@ -141,3 +141,17 @@ class DreamRunAdmin(admin.ModelAdmin):
     list_display = ("created_at", "scope", "reason", "owner")
     search_fields = ("scope", "owner__email")
     raw_id_fields = ("owner",)
+
+
+@admin.register(GuardRuleVersion)
+class GuardRuleVersionAdmin(admin.ModelAdmin):
+    """Written by database triggers only (the guard cache's invalidation): read-only here."""
+
+    list_display = ("scope", "version")
+    search_fields = ("scope",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

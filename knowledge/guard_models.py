@@ -65,3 +65,16 @@ class DreamRun(TimestampedModel):
 
     class Meta:
         indexes = [models.Index(fields=["scope", "-created_at"], name="dream_run_scope_recent")]
+
+
+class GuardRuleVersion(models.Model):
+    """A counter per scope (`project:<uuid>`, or `owner:<uuid>` for an owner's project-less rules) that
+    database triggers bump whenever a guard rule of that scope is added, changed or removed (migration
+    0007_j14_guard_rule_version). The guard's compiled-rule cache compares it (two primary-key reads) instead
+    of aggregating every rule on each check."""
+
+    scope = models.CharField(max_length=60, primary_key=True)
+    version = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.scope} v{self.version}"

@@ -1,9 +1,10 @@
 """Checking a planned action against guard rules: deterministic patterns first, stored forbidden actions
 (anti_principle) by meaning second. Reads only; the decision is stored by `knowledge.services.guard`.
 
-Rules are compiled once per scope and kept in memory until the scope's rule set changes (its count and
-latest update are checked on every call, one indexed query), so a check at 10,000 rules stays in
-milliseconds. Semantic matches only warn: a model's similarity is never grounds to refuse an action.
+Rules are compiled once per scope and kept in memory until the scope's rule set changes: database triggers
+bump a version per scope on every rule write (GuardRuleVersion), and each check reads the two versions
+it depends on by primary key, so a check at 10,000 rules stays in milliseconds. Semantic matches only
+warn: a model's similarity is never grounds to refuse an action.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from django.conf import settings
-from django.db.models import Count, Max, Q
+from django.db.models import Q, Sum
 
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
-from knowledge.guard_models import GuardKind, GuardPattern, GuardSeverity
+from knowledge.guard_models import GuardKind, GuardPattern, GuardRuleVersion, GuardSeverity
 from knowledge.models import KnowledgeItem, KnowledgeType
 
 # Cosine similarity at or above which a stored forbidden action warns (MiniLM: paraphrases of one
@@ -122,18 +123,25 @@ def guard_scope_filter(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> 
     return (Q(knowledge__project_id=project_id) | mine if project_id else mine) & live
 
 
+def rule_set_version(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> int:
+    """Changes whenever a rule of the project or of the owner's project-less ones does (the versions only grow,
+    so their sum does too)."""
+    scopes = [f"owner:{owner_id}"] + ([f"project:{project_id}"] if project_id else [])
+    total = GuardRuleVersion.objects.filter(scope__in=scopes).aggregate(v=Sum("version"))["v"]
+    return int(total or 0)
+
+
 class _Cache:
-    """Compiled rules per scope, rebuilt when the scope's (count, latest update) changes."""
+    """Compiled rules per scope, rebuilt when the scope's rule-set version changes."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._rules: dict[tuple[str, str], tuple[tuple[int, object], RuleIndex]] = {}
+        self._rules: dict[tuple[str, str], tuple[int, RuleIndex]] = {}
 
     def rules(self, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> RuleIndex:
         where = guard_scope_filter(owner_id=owner_id, project_id=project_id)
-        stamp_row = GuardPattern.objects.filter(where).aggregate(n=Count("id"), at=Max("updated_at"),
-                                                                  k=Max("knowledge__updated_at"))
-        stamp = (stamp_row["n"], (stamp_row["at"], stamp_row["k"]))
+        # Read before the rows: a write in between leaves a newer version behind, so the next check rebuilds.
+        stamp = rule_set_version(owner_id=owner_id, project_id=project_id)
         key = (str(owner_id), str(project_id))
         with self._lock:
             cached = self._rules.get(key)
@@ -243,15 +251,18 @@ def semantic_threshold() -> float:
 def semantic_warnings(*, owner_id: uuid.UUID, project_ids: Sequence[uuid.UUID], action: str,
                       skip: set[str]) -> list[tuple[str, str]]:
     """(id, warning) for stored forbidden actions close in meaning to `action`; empty when embeddings are off."""
+    scope = Q(project_id__in=list(project_ids)) | Q(owner_id=owner_id, project__isnull=True)
+    forbidden = KnowledgeItem.objects.filter(scope, type=KnowledgeType.ANTI_PRINCIPLE, deleted_at__isnull=True,
+                                             superseded_by__isnull=True)
+    if not forbidden.exists():  # nothing to compare with: skip embedding the action (most of a check's cost)
+        return []
     try:
         vector, model = embed_query(action)
     except EmbeddingUnavailable:
         return []
     from pgvector.django import CosineDistance
 
-    scope = Q(project_id__in=list(project_ids)) | Q(owner_id=owner_id, project__isnull=True)
-    rows = (KnowledgeItem.objects.filter(scope, type=KnowledgeType.ANTI_PRINCIPLE, deleted_at__isnull=True,
-                                         superseded_by__isnull=True, embedding_model=model)
+    rows = (forbidden.filter(embedding_model=model)
             .annotate(distance=CosineDistance("embedding", vector)).order_by("distance")[:3])
     limit = 1.0 - semantic_threshold()
     return [(str(r.id), f"Close to a stored forbidden action: {' '.join(r.content.split())} (knowledge {r.id}, "

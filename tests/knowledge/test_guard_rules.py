@@ -120,3 +120,36 @@ def test_index_finds_what_a_full_scan_finds(rules: None, tenant_a: Tenant) -> No
         parsed = parse_action(action)
         assert deterministic_verdict(index, parsed).blockers == deterministic_verdict(every, parsed).blockers
         assert deterministic_verdict(index, parsed).warnings == deterministic_verdict(every, parsed).warnings
+
+
+def test_every_rule_write_reaches_the_cache_and_nothing_else_does(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    from django.utils import timezone
+
+    from knowledge.guard_models import GuardPattern
+    from knowledge.models import KnowledgeItem
+    from knowledge.selectors.guard import rule_set_version
+
+    def blocked(tenant: Tenant) -> bool:
+        return not guard_check(owner_id=tenant.user.id, project_id=tenant.project.id, action="edit out/a.js",
+                               semantic=False).allowed
+
+    def version(tenant: Tenant) -> int:
+        return rule_set_version(owner_id=tenant.user.id, project_id=tenant.project.id)
+
+    assert not blocked(tenant_a) and version(tenant_a) == 0
+    rule = guard_rule_add(owner=tenant_a.user, project=tenant_a.project, kind="path_glob", pattern="out/**",
+                          text="out/ is build output")
+    assert blocked(tenant_a) and not blocked(tenant_b) and version(tenant_b) == 0
+    before = version(tenant_a)
+    KnowledgeItem.objects.filter(pk=rule.pk).update(decay_score=0.5, confidence=0.4)  # not what a rule is made of
+    assert version(tenant_a) == before
+    GuardPattern.objects.filter(knowledge=rule).update(pattern="build/**")  # a bulk update, no save()
+    assert version(tenant_a) > before and not blocked(tenant_a)
+    GuardPattern.objects.filter(knowledge=rule).update(pattern="out/**")
+    assert blocked(tenant_a)
+    KnowledgeItem.objects.filter(pk=rule.pk).update(deleted_at=timezone.now())
+    assert not blocked(tenant_a)
+    KnowledgeItem.objects.filter(pk=rule.pk).update(deleted_at=None, project=None)  # to the owner's own scope
+    assert blocked(tenant_a) and version(tenant_b) == 0
+    rule.delete()  # the ORM cascade: pattern first, then the row
+    assert not blocked(tenant_a) and not GuardPattern.objects.exists()
