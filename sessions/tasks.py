@@ -49,6 +49,18 @@ def cross_session_daily(as_of: str | None = None) -> int:
     return cross_session_run_all(as_of=as_of)
 
 
+@shared_task(name="sessions.tasks.cross_session_user", acks_late=True)
+def cross_session_user(user_id: str, as_of: str) -> int | None:
+    """The dream cycle's cross-session step: one user's cross-session extract as of the cycle's instant (it
+    skips, creating nothing, when fewer than 2 sessions closed since the last one)."""
+    from knowledge.nightly import parse_as_of
+    from projects.models import User
+    from sessions.services.cross_session import cross_session_run_user
+
+    user = User.objects.filter(pk=user_id, is_active=True).first()
+    return None if user is None else cross_session_run_user(user=user, as_of=parse_as_of(as_of))
+
+
 @shared_task(name="sessions.tasks.embed_pending_events", acks_late=True)
 def embed_pending_events() -> int:
     """Beat, every minute: vectors for logged events whose in-process batcher never ran (crash, full queue)."""

@@ -1,4 +1,5 @@
-"""The dream cycle: the existing evolution and decay jobs for one scope, queued at session end when due.
+"""The dream cycle: the existing evolution and decay jobs for one scope, and the cross-session extract of its
+owner, queued at session end when due.
 
 Due when DREAM_WRITES knowledge writes happened in the scope since the last cycle, or DREAM_EVERY passed
 (a scope that never dreamt is due once it has any write), and never twice within DREAM_MIN_GAP. What the
@@ -52,6 +53,7 @@ def dream_due(*, scope: NightlyScope, now: datetime) -> DreamDue:
 def dream_queue_if_due(*, owner: User, scope: NightlyScope, now: datetime | None = None) -> DreamDue:
     """Records the run and sends the scope's evolution and decay tasks after commit, when due."""
     from knowledge.tasks import decay_scope, evolve_scope  # the Celery app loads late in the CLI
+    from sessions.tasks import cross_session_user
 
     instant = now or timezone.now()
     with transaction.atomic():
@@ -62,7 +64,8 @@ def dream_queue_if_due(*, owner: User, scope: NightlyScope, now: datetime | None
             run = DreamRun.objects.create(owner=owner, scope=scope.key, reason=decision.reason)
             DreamRun.objects.filter(pk=run.pk).update(created_at=instant)  # the decision's instant, not the clock's
             as_of = instant.isoformat()
-            transaction.on_commit(lambda: (evolve_scope.delay(scope.key, as_of), decay_scope.delay(scope.key, as_of)))
+            transaction.on_commit(lambda: (evolve_scope.delay(scope.key, as_of), decay_scope.delay(scope.key, as_of),
+                                           cross_session_user.delay(str(owner.id), as_of)))
     log_op(logger, "dream.decision", scope=scope.key[:16], due=decision.due, reason=decision.reason,
            writes=decision.writes)
     return decision
