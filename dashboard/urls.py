@@ -18,6 +18,7 @@ urlpatterns = [
     path(K + "supersede", knowledge.knowledge_supersede_view, name="dash_knowledge_supersede"),
     path(K + "delete", knowledge.knowledge_delete_view, name="dash_knowledge_delete"),
     path(K + "promote", knowledge.knowledge_promote_view, name="dash_knowledge_promote"),
+    path(K + "pin", knowledge.knowledge_pin_view, name="dash_knowledge_pin"),
     path(P + "sessions/", sessions.sessions_index, name="dash_sessions"),
     path(P + "sessions/<uuid:session_id>/", sessions.session_view, name="dash_session"),
     path(P + "review/", review.review, name="dash_review"),

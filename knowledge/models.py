@@ -85,6 +85,8 @@ class KnowledgeItem(TimestampedModel):
     success_count = models.PositiveIntegerField(default=0)
     failure_count = models.PositiveIntegerField(default=0)
     decay_score = models.FloatField(default=1.0)
+    # Pinned by its owner: decay (nightly or the dream cycle) never lowers it, so it never fades out of retrieval.
+    pinned = models.BooleanField(default=False, db_default=False)
     last_used_at = models.DateTimeField(null=True, blank=True)
     framework = models.CharField(max_length=STACK_NAME_MAX, blank=True)
     language = models.CharField(max_length=STACK_NAME_MAX, blank=True)

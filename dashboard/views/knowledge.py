@@ -25,7 +25,13 @@ from knowledge.selectors.dashboard import (
     supersession_chain,
 )
 from knowledge.selectors.search import decay_floor, knowledge_search
-from knowledge.services.curate import knowledge_delete, knowledge_edit, knowledge_restore, knowledge_supersede
+from knowledge.services.curate import (
+    knowledge_delete,
+    knowledge_edit,
+    knowledge_pin,
+    knowledge_restore,
+    knowledge_supersede,
+)
 from knowledge.services.promote import knowledge_promote
 from knowledge.services.teach import knowledge_teach
 from projects.models import Project
@@ -175,6 +181,17 @@ def knowledge_promote_view(request: HttpRequest, project_id: uuid.UUID, item_id:
     item = _item(request, project, item_id)
     attempt(request, lambda: knowledge_promote(principal=principal_of(request), item_id=item.id),
             ok="Promoted: it now reaches every project of yours.")
+    return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
+
+
+@login_required
+@require_POST
+def knowledge_pin_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
+    project = project_of(request, project_id)
+    item = _item(request, project, item_id)
+    pin = request.POST.get("unpin") != "1"
+    attempt(request, lambda: knowledge_pin(principal=principal_of(request), item_id=item.id, pinned=pin),
+            ok="Pinned: it never fades." if pin else "Unpinned: it fades from its last use like any other row.")
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
 
 

@@ -1,4 +1,4 @@
-"""Dashboard curation of knowledge: edit in place, supersede, soft delete and restore.
+"""Dashboard curation of knowledge: edit in place, supersede, soft delete and restore, pin.
 
 Who may change a row: its owner, or an owner of the org of the row's project. Everyone else gets the
 same NOT_FOUND as for a row that does not exist. A project-scoped token changes rows of its project only;
@@ -129,6 +129,21 @@ def knowledge_restore(*, principal: Principal, item_id: uuid.UUID | str, actor: 
             item.save(update_fields=["deleted_at", "updated_at"])
             audit_record(actor=actor or principal.user, action=AuditAction.KNOWLEDGE_RESTORED, project=item.project,
                          target=f"knowledge:{item.id}", summary=item.content[:200])
+    return item
+
+
+def knowledge_pin(*, principal: Principal, item_id: uuid.UUID | str, pinned: bool = True) -> KnowledgeItem:
+    """Pins a row (decay never lowers it again; it comes back to full strength now) or unpins it (the next
+    decay run scores it from its last use like any other)."""
+    with transaction.atomic():
+        item = _editable(principal, item_id)
+        if item.deleted_at is not None or item.superseded_by_id is not None:
+            raise ValidationFailed("only a live row can be pinned; restore it (or pin its replacement) first")
+        if item.pinned != pinned:
+            item.pinned = pinned
+            item.decay_score = 1.0 if pinned else item.decay_score
+            item.save(update_fields=["pinned", "decay_score", "updated_at"])
+    log_op(logger, "knowledge.pinned" if pinned else "knowledge.unpinned", knowledgeId=str(item.id)[:8])
     return item
 
 

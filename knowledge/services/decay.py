@@ -5,7 +5,7 @@
 half_life is 90 days; 45 for rows with at least 5 outcomes and an effectiveness under 0.3 (they fade
 fast and are flagged `low_effectiveness`), 180 for rows with at least 5 outcomes and 0.7 or more.
 Rows at or under the decay floor (DECAY_FLOOR, 0.3) leave retrieval (knowledge/selectors/search.py) and are
-counted as retired. Decisions never decay."""
+counted as retired. Decisions and pinned rows never decay."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def _flagged_tags(item: KnowledgeItem) -> list[str]:
 
 def decay_scope_run(*, scope: NightlyScope, as_of: datetime) -> DecayReport:
     """Recomputes decay and the low-effectiveness flag for one scope as of `as_of` (same input, same result)."""
-    items = list(scope.items().exclude(type=KnowledgeType.DECISION).only(
+    items = list(scope.items().exclude(type=KnowledgeType.DECISION).exclude(pinned=True).only(
         "id", "tags", "success_count", "failure_count", "last_used_at", "created_at", "decay_score"))
     changed = []
     for item in items:

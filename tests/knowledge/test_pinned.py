@@ -1,0 +1,73 @@
+"""Pinned rows never fade: decay (nightly or the dream cycle's) leaves them at full strength; pinning and
+unpinning from the knowledge page; the other tenant can do neither."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from brain.errors import ValidationFailed
+from knowledge.models import KnowledgeItem
+from knowledge.nightly import NightlyScope
+from knowledge.services.create import KnowledgeDraft, knowledge_create_many
+from knowledge.services.curate import knowledge_delete, knowledge_pin
+from knowledge.services.decay import decay_scope_run
+from tests.conftest import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def old_rows(tenant_a: Tenant) -> list[KnowledgeItem]:
+    rows = knowledge_create_many(owner=tenant_a.user, project=tenant_a.project, drafts=[
+        KnowledgeDraft(content=f"Keep the release checklist step {i} in the wiki", confidence=0.9) for i in range(3)])
+    KnowledgeItem.objects.filter(id__in=[r.id for r in rows]).update(last_used_at=timezone.now() - timedelta(days=400))
+    return rows
+
+
+def test_decay_never_lowers_a_pinned_row(tenant_a: Tenant, old_rows: list[KnowledgeItem]) -> None:
+    pinned, plain, _ = old_rows
+    KnowledgeItem.objects.filter(id=pinned.id).update(decay_score=0.2)
+    assert knowledge_pin(principal=tenant_a.principal, item_id=pinned.id).decay_score == 1.0  # back to full
+    scope = NightlyScope(project_id=tenant_a.project.id, owner_id=None)
+    report = decay_scope_run(scope=scope, as_of=timezone.now() + timedelta(days=30))
+    assert report.rows == 2
+    pinned.refresh_from_db()
+    plain.refresh_from_db()
+    assert pinned.pinned and pinned.decay_score == 1.0 and plain.decay_score < 0.05 + 1e-6
+    knowledge_pin(principal=tenant_a.principal, item_id=pinned.id, pinned=False)
+    decay_scope_run(scope=scope, as_of=timezone.now() + timedelta(days=30))
+    pinned.refresh_from_db()
+    assert not pinned.pinned and pinned.decay_score < 0.05 + 1e-6
+
+
+def test_only_live_rows_of_the_caller_are_pinned(tenant_a: Tenant, tenant_b: Tenant,
+                                                 old_rows: list[KnowledgeItem]) -> None:
+    from brain.errors import NotFound
+
+    with pytest.raises(NotFound):
+        knowledge_pin(principal=tenant_b.principal, item_id=old_rows[0].id)
+    knowledge_delete(principal=tenant_a.principal, item_id=old_rows[1].id)
+    with pytest.raises(ValidationFailed, match="only a live row"):
+        knowledge_pin(principal=tenant_a.principal, item_id=old_rows[1].id)
+    assert not KnowledgeItem.objects.filter(pinned=True).exists()
+
+
+def test_pin_and_unpin_from_the_page(client: Client, tenant_a: Tenant, tenant_b: Tenant,
+                                     old_rows: list[KnowledgeItem]) -> None:
+    row = old_rows[0]
+    pin = reverse("dash_knowledge_pin", args=[tenant_a.project.id, row.id])
+    client.force_login(tenant_b.user)
+    for project in (tenant_a.project.id, tenant_b.project.id):
+        assert client.post(reverse("dash_knowledge_pin", args=[project, row.id])).status_code == 404
+    client.force_login(tenant_a.user)
+    page = client.post(pin, follow=True).content.decode()
+    assert "Pinned: it never fades." in page and "<strong>pinned</strong>" in page and ">Unpin</button>" in page
+    page = client.post(pin, {"unpin": "1"}, follow=True).content.decode()
+    assert "Unpinned" in page and "Pin (never fades)" in page
+    row.refresh_from_db()
+    assert not row.pinned
