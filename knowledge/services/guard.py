@@ -6,7 +6,7 @@ import fnmatch
 import logging
 import re
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from brain.errors import ValidationFailed
 from brain.logs import log_op
@@ -66,6 +66,20 @@ def guard_alternative_set(*, rule: GuardPattern, alternative: str) -> None:
     rule.save(update_fields=["alternative", "updated_at"])
 
 
+def _decision_record(decision: GuardDecision) -> None:
+    """Stores a decision with an asynchronous commit: the record is a log of what the agent was told (the
+    verdict does not depend on it), and waiting for its WAL flush was most of a check's time (~10 ms of
+    ~12 ms p50 on the dev machine). A crash can lose the last fraction of a second of decisions, never
+    corrupt anything. Inside a caller's transaction it is stored plainly, leaving that commit as it is."""
+    if connection.in_atomic_block:
+        decision.save()
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        decision.save()
+
+
 def guard_decide(*, owner: User, project: Project | None, action: str) -> Verdict:
     """Checks `action`, stores the decision and logs `op=guard.decision`."""
     text_storable(action=action)
@@ -74,8 +88,8 @@ def guard_decide(*, owner: User, project: Project | None, action: str) -> Verdic
     if len(action) > GUARD_ACTION_MAX:
         raise ValidationFailed(f"action is limited to {GUARD_ACTION_MAX} characters")
     verdict = guard_check(owner_id=owner.id, project_id=project.id if project else None, action=action)
-    GuardDecision.objects.create(owner=owner, project=project, action=action.strip(), allowed=verdict.allowed,
-                                 warnings=verdict.warnings, blockers=verdict.blockers, rule_ids=verdict.rule_ids)
+    _decision_record(GuardDecision(owner=owner, project=project, action=action.strip(), allowed=verdict.allowed,
+                                   warnings=verdict.warnings, blockers=verdict.blockers, rule_ids=verdict.rule_ids))
     log_op(logger, "guard.decision", allowed=verdict.allowed, blockers=len(verdict.blockers),
            warnings=len(verdict.warnings), project=str(project.id)[:8] if project else None)
     return verdict
