@@ -80,7 +80,8 @@ def merge_duplicates(scope: NightlyScope) -> int:
             for twin in _neighbours(scope, item, MERGE_SIMILARITY):
                 newer = (twin.created_at, twin.id) > (item.created_at, item.id)
                 # Near-identical wording with opposite polarity is a contradiction, never a duplicate.
-                if twin.type == item.type and newer and not opposes(item, twin):
+                # A pinned row is never folded away: it would leave retrieval like a faded one.
+                if twin.type == item.type and newer and not twin.pinned and not opposes(item, twin):
                     _merge_into(item, twin)
                     merged += 1
     return merged
@@ -91,7 +92,7 @@ def age_out(scope: NightlyScope, as_of: datetime) -> int:
     cutoff = as_of - timedelta(days=AGE_OUT_DAYS)
     stale = KnowledgeItem.objects.filter(_live(scope)).exclude(framework="").exclude(tags__contains=[AGED_TAG]).filter(
         Q(last_used_at__lte=cutoff) | Q(last_used_at__isnull=True, created_at__lte=cutoff)
-    ).exclude(type__in=(KnowledgeType.DECISION, KnowledgeType.ACTION_ITEM))
+    ).exclude(type__in=(KnowledgeType.DECISION, KnowledgeType.ACTION_ITEM)).exclude(pinned=True)  # never fade
     aged = 0
     with transaction.atomic():
         for item in stale.select_for_update():

@@ -71,3 +71,30 @@ def test_pin_and_unpin_from_the_page(client: Client, tenant_a: Tenant, tenant_b:
     assert "Unpinned" in page and "Pin (never fades)" in page
     row.refresh_from_db()
     assert not row.pinned
+
+
+def test_evolution_neither_ages_nor_folds_away_a_pinned_row(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    from django.conf import settings
+    from django.test import override_settings
+
+    from knowledge.services.create import knowledge_create
+    from knowledge.services.evolution import evolution_scope_run
+
+    def row(content: str, days: int, **fields: object) -> KnowledgeItem:
+        item = knowledge_create(owner=tenant_a.user, project=tenant_a.project,
+                                draft=KnowledgeDraft(content=content, trigger="when writing code here"))
+        when = timezone.now() - timedelta(days=days)
+        KnowledgeItem.objects.filter(id=item.id).update(created_at=when, last_used_at=when, **fields)
+        return item
+
+    older = row("Use pytest fixtures instead of setUp methods in tests.", 10)
+    twin = row("Use pytest fixtures instead of setUp methods in the tests.", 5, pinned=True)
+    stale = row("Use class-based views for every Django endpoint.", 200, framework="django", pinned=True)
+    llm = {**settings.BRAIN_LLM, "model": "", "openai_api_key": "", "anthropic_api_key": "", "dashscope_api_key": ""}
+    with override_settings(BRAIN_LLM=llm):
+        report = evolution_scope_run(scope=NightlyScope(project_id=tenant_a.project.id, owner_id=None),
+                                     as_of=timezone.now())
+    assert (report.merged, report.aged) == (0, 0)
+    rows = {r.id: r for r in KnowledgeItem.objects.filter(id__in=[older.id, twin.id, stale.id])}
+    assert rows[twin.id].superseded_by_id is None and rows[stale.id].confidence == stale.confidence
+    assert not KnowledgeItem.objects.filter(owner=tenant_b.user).exists()
