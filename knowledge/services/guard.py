@@ -74,10 +74,14 @@ def _decision_record(decision: GuardDecision) -> None:
     if connection.in_atomic_block:
         decision.save()
         return
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        decision.save()
+    fields = GuardDecision._meta.concrete_fields
+    values = [f.get_db_prep_save(f.pre_save(decision, True), connection) for f in fields]
+    # One statement in its own (autocommit) transaction: set_config(..., true) makes just this commit asynchronous.
+    columns = ", ".join(f'"{f.column}"' for f in fields)
+    sql = (f'INSERT INTO "{GuardDecision._meta.db_table}" ({columns}) SELECT {", ".join(["%s"] * len(values))} '  # noqa: S608
+           "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
 
 
 def guard_decide(*, owner: User, project: Project | None, action: str) -> Verdict:

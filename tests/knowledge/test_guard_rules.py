@@ -153,3 +153,21 @@ def test_every_rule_write_reaches_the_cache_and_nothing_else_does(tenant_a: Tena
     assert blocked(tenant_a) and version(tenant_b) == 0
     rule.delete()  # the ORM cascade: pattern first, then the row
     assert not blocked(tenant_a) and not GuardPattern.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_decision_outside_a_transaction_is_stored_whole(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    from django.db import connection
+
+    assert not connection.in_atomic_block  # the one-statement, asynchronously committed insert
+    guard_rule_add(owner=tenant_a.user, project=tenant_a.project, kind="path_glob", pattern="dist/**",
+                   text="dist/ is build output", alternative="edit src/")
+    verdict = guard_decide(owner=tenant_a.user, project=tenant_a.project, action=" edit dist/app.js ")
+    stored = GuardDecision.objects.get(owner=tenant_a.user)
+    assert (stored.action, stored.allowed, stored.project_id) == ("edit dist/app.js", False, tenant_a.project.id)
+    assert stored.blockers == verdict.blockers and stored.rule_ids == verdict.rule_ids and stored.warnings == []
+    assert stored.created_at is not None and stored.updated_at is not None
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"  # only that one commit was asynchronous
+    assert not GuardDecision.objects.filter(owner=tenant_b.user).exists()
