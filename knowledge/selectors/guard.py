@@ -10,6 +10,7 @@ warn: a model's similarity is never grounds to refuse an action.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 import shlex
 import threading
@@ -124,19 +125,33 @@ def guard_scope_filter(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> 
     return (Q(knowledge__project_id=project_id) | mine if project_id else mine) & live
 
 
-_VERSION_SQL = (f"SELECT COALESCE(SUM(version), 0) FROM {GuardRuleVersion._meta.db_table} "  # noqa: S608 (a model name)
-                "WHERE scope = ANY(%s)")
+@functools.cache
+def _state_sql() -> str:
+    versions, items = GuardRuleVersion._meta.db_table, KnowledgeItem._meta.db_table
+    # Table names come from the models; every value is a parameter.
+    return (f"SELECT (SELECT COALESCE(SUM(version), 0) FROM {versions} WHERE scope = ANY(%(scopes)s)), "  # noqa: S608
+            f"EXISTS (SELECT 1 FROM {items} WHERE type = %(anti)s AND deleted_at IS NULL "
+            "AND superseded_by_id IS NULL AND (project_id = %(project)s OR (owner_id = %(owner)s "
+            "AND project_id IS NULL)))")
+
+
+def scope_state(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> tuple[int, bool]:
+    """(rule-set version, whether any live forbidden action is stored) of one scope, in one round trip.
+
+    The version changes whenever a rule of the project or of the owner's project-less ones does (the
+    per-scope versions only grow, so their sum does too). Plain SQL: it runs on every check, and building
+    the ORM equivalents cost several times the query itself."""
+    scopes = [f"owner:{owner_id}"] + ([f"project:{project_id}"] if project_id else [])
+    params = {"scopes": scopes, "anti": KnowledgeType.ANTI_PRINCIPLE.value, "project": project_id,
+              "owner": owner_id}
+    with connection.cursor() as cursor:
+        cursor.execute(_state_sql(), params)
+        row = cursor.fetchone()
+    return (int(row[0]), bool(row[1])) if row else (0, False)
 
 
 def rule_set_version(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> int:
-    """Changes whenever a rule of the project or of the owner's project-less ones does (the versions only grow,
-    so their sum does too)."""
-    scopes = [f"owner:{owner_id}"] + ([f"project:{project_id}"] if project_id else [])
-    # Plain SQL: it runs on every check, and building the ORM aggregate cost several times the query itself.
-    with connection.cursor() as cursor:
-        cursor.execute(_VERSION_SQL, [scopes])
-        row = cursor.fetchone()
-    return int(row[0]) if row else 0
+    return scope_state(owner_id=owner_id, project_id=project_id)[0]
 
 
 class _Cache:
@@ -146,10 +161,11 @@ class _Cache:
         self._lock = threading.Lock()
         self._rules: dict[tuple[str, str], tuple[int, RuleIndex]] = {}
 
-    def rules(self, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> RuleIndex:
+    def rules(self, owner_id: uuid.UUID, project_id: uuid.UUID | None, stamp: int | None = None) -> RuleIndex:
+        """`stamp`: the scope's version when the caller already read it (before calling, never after)."""
         where = guard_scope_filter(owner_id=owner_id, project_id=project_id)
         # Read before the rows: a write in between leaves a newer version behind, so the next check rebuilds.
-        stamp = rule_set_version(owner_id=owner_id, project_id=project_id)
+        stamp = rule_set_version(owner_id=owner_id, project_id=project_id) if stamp is None else stamp
         key = (str(owner_id), str(project_id))
         with self._lock:
             cached = self._rules.get(key)
@@ -257,12 +273,13 @@ def semantic_threshold() -> float:
 
 
 def semantic_warnings(*, owner_id: uuid.UUID, project_ids: Sequence[uuid.UUID], action: str,
-                      skip: set[str]) -> list[tuple[str, str]]:
-    """(id, warning) for stored forbidden actions close in meaning to `action`; empty when embeddings are off."""
+                      skip: set[str], known_present: bool = False) -> list[tuple[str, str]]:
+    """(id, warning) for stored forbidden actions close in meaning to `action`; empty when embeddings are off.
+    `known_present`: the caller already saw that the scope stores some (scope_state)."""
     scope = Q(project_id__in=list(project_ids)) | Q(owner_id=owner_id, project__isnull=True)
     forbidden = KnowledgeItem.objects.filter(scope, type=KnowledgeType.ANTI_PRINCIPLE, deleted_at__isnull=True,
                                              superseded_by__isnull=True)
-    if not forbidden.exists():  # nothing to compare with: skip embedding the action (most of a check's cost)
+    if not known_present and not forbidden.exists():  # nothing to compare with: skip embedding the action
         return []
     try:
         vector, model = embed_query(action)
@@ -280,11 +297,12 @@ def semantic_warnings(*, owner_id: uuid.UUID, project_ids: Sequence[uuid.UUID], 
 def guard_check(*, owner_id: uuid.UUID, project_id: uuid.UUID | None, action: str,
                 semantic: bool = True) -> Verdict:
     parsed = parse_action(action)
-    verdict = deterministic_verdict(CACHE.rules(owner_id, project_id), parsed)
-    if semantic:
+    stamp, forbidden_stored = scope_state(owner_id=owner_id, project_id=project_id)  # one round trip for both
+    verdict = deterministic_verdict(CACHE.rules(owner_id, project_id, stamp), parsed)
+    if semantic and forbidden_stored:  # none stored: skip embedding the action (most of a check's cost)
         projects = [project_id] if project_id else []
         for rid, warning in semantic_warnings(owner_id=owner_id, project_ids=projects, action=parsed.text,
-                                              skip=set(verdict.rule_ids)):
+                                              skip=set(verdict.rule_ids), known_present=True):
             verdict.rule_ids.append(rid)
             verdict.warnings.append(warning)
     return verdict
