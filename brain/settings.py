@@ -157,6 +157,19 @@ MCP_MAX_BODY_BYTES = env.int("BRAIN_MCP_MAX_BODY_BYTES", default=1_000_000)
 MCP_SESSION_IDLE_SECONDS = env.int("BRAIN_MCP_SESSION_IDLE_SECONDS", default=30 * 60)
 MCP_MAX_SESSIONS_PER_TOKEN = env.int("BRAIN_MCP_MAX_SESSIONS_PER_TOKEN", default=50)
 MAX_TOKENS_PER_USER = env.int("BRAIN_MAX_TOKENS_PER_USER", default=50)  # usable (not revoked or expired) tokens
+MCP_SESSION_RETENTION_DAYS = env.int("BRAIN_MCP_SESSION_RETENTION_DAYS", default=7)  # closed sessions, then purged
+
+# Limits (docs/hardening.md). Request rate limits count in Redis (every replica sees the same counts);
+# without one they are off. brain/ratelimit.py RateLimits holds the defaults.
+RATE_LIMIT_REDIS_URL = env.str("BRAIN_RATE_LIMIT_REDIS_URL", default="") or RUNTIME.redis_url or ""
+RATE_LIMIT_KEY_PREFIX = "brain:rl:"
+BRAIN_RATE_LIMITS = {
+    "window_s": env_override("BRAIN_RATE_LIMIT_WINDOW_S", int),
+    "per_token": env_override("BRAIN_RATE_LIMIT_PER_TOKEN", int),
+    "per_address": env_override("BRAIN_RATE_LIMIT_PER_ADDRESS", int),
+}
+# How many proxies in front of the app append to X-Forwarded-For (Caddy: 1); 0 trusts REMOTE_ADDR only.
+TRUSTED_PROXY_HOPS = env.int("BRAIN_TRUSTED_PROXY_HOPS", default=0)
 
 LOGGING = {
     "version": 1,
