@@ -168,6 +168,12 @@ BRAIN_RATE_LIMITS = {
     "per_token": env_override("BRAIN_RATE_LIMIT_PER_TOKEN", int),
     "per_address": env_override("BRAIN_RATE_LIMIT_PER_ADDRESS", int),
 }
+# Sign-in and sign-up throttles (projects/services/throttle.py ThrottleSettings holds the defaults).
+BRAIN_THROTTLE = {
+    "login_max_failures": env_override("BRAIN_LOGIN_MAX_FAILURES", int),
+    "login_lockout_minutes": env_override("BRAIN_LOGIN_LOCKOUT_MINUTES", int),
+    "signups_per_address_per_hour": env_override("BRAIN_SIGNUPS_PER_ADDRESS_PER_HOUR", int),
+}
 # How many proxies in front of the app append to X-Forwarded-For (Caddy: 1); 0 trusts REMOTE_ADDR only.
 TRUSTED_PROXY_HOPS = env.int("BRAIN_TRUSTED_PROXY_HOPS", default=0)
 

@@ -10,8 +10,9 @@ from django.urls import reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from projects.forms import SignUpForm
+from projects.forms import SignUpForm, client_ip, wait_text
 from projects.services.accounts import user_create
+from projects.services.throttle import signup_blocked_for, signup_record
 from projects.views.attempt import Refused, attempt
 
 
@@ -26,12 +27,19 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("tokens")
     form = SignUpForm(request.POST or None)
+    status = 200
     if request.method == "POST" and form.is_valid():
-        user = attempt(request, lambda: user_create(
-            email=form.cleaned_data["email"], password=form.cleaned_data["password"]), form=form)
-        if not isinstance(user, Refused):
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            messages.success(request, "Welcome! Mint a token below to connect your first agent.")
-            return HttpResponseRedirect(_safe_next(request, str(reverse_lazy("tokens"))))
-    return render(request, "accounts/signup.html", {"form": form, "next": _safe_next(request, "")})
-
+        wait = signup_blocked_for(ip=client_ip(request))
+        if wait is not None:  # many accounts from one address: a script, not a person
+            form.add_error(None, f"Too many accounts were created from your network address. {wait_text(wait)}.")
+            status = 429
+        else:
+            user = attempt(request, lambda: user_create(
+                email=form.cleaned_data["email"], password=form.cleaned_data["password"]), form=form)
+            if not isinstance(user, Refused):
+                signup_record(ip=client_ip(request))
+                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+                messages.success(request, "Welcome! Mint a token below to connect your first agent.")
+                return HttpResponseRedirect(_safe_next(request, str(reverse_lazy("tokens"))))
+    context = {"form": form, "next": _safe_next(request, "")}
+    return render(request, "accounts/signup.html", context, status=status)
