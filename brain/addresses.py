@@ -21,3 +21,9 @@ def client_address(request: HttpRequest | None) -> str | None:
     forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
     chosen = forwarded[-hops] if len(forwarded) >= hops else remote
     return chosen[:ADDRESS_MAX] if chosen else None
+
+
+def public_link(path: str) -> str:
+    """An absolute link to `path` on BRAIN_PUBLIC_URL, for mail: never built from the request's Host header,
+    which a client chooses (a forged Host would send a reset link to the attacker's site)."""
+    return f"{str(settings.PUBLIC_URL).rstrip('/')}{path}"

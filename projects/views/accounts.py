@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import PasswordResetForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
+from brain.addresses import public_link
 from projects.forms import SignUpForm, client_ip, wait_text
 from projects.services.accounts import user_create
 from projects.services.throttle import signup_blocked_for, signup_record
@@ -20,6 +23,14 @@ def _safe_next(request: HttpRequest, default: str) -> str:
     target = request.POST.get("next") or request.GET.get("next") or ""
     ok = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure())
     return target if target and ok else default
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's reset view; the mailed link starts with BRAIN_PUBLIC_URL, never with the request's Host."""
+
+    def form_valid(self, form: PasswordResetForm) -> HttpResponse:
+        self.extra_email_context = {"public_url": public_link("")}
+        return super().form_valid(form)
 
 
 @require_http_methods(["GET", "POST"])

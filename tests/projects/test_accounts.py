@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.core import mail
@@ -58,11 +59,14 @@ def test_password_change(tenant_a: Tenant) -> None:
 
 
 @pytest.mark.django_db
-def test_password_reset_by_email_link(tenant_a: Tenant, tenant_b: Tenant) -> None:
-    response = Client().post("/accounts/password/reset/", {"email": tenant_a.user.email})
+def test_password_reset_by_email_link(settings: Any, tenant_a: Tenant, tenant_b: Tenant) -> None:
+    settings.PUBLIC_URL, settings.ALLOWED_HOSTS = "https://brain.example.com", ["*"]
+    # A forged Host (accepted by a permissive ALLOWED_HOSTS) must not become the link's host.
+    response = Client().post("/accounts/password/reset/", {"email": tenant_a.user.email}, HTTP_HOST="evil.example")
     assert response.status_code == 302
     assert len(mail.outbox) == 1 and mail.outbox[0].to == [tenant_a.user.email]
-    link = re.search(r"http://testserver(/accounts/password/reset/\S+)", mail.outbox[0].body)
+    assert "evil.example" not in mail.outbox[0].body
+    link = re.search(r"https://brain\.example\.com(/accounts/password/reset/\S+)", mail.outbox[0].body)
     assert link is not None
     client = Client()
     form_page = client.get(link.group(1), follow=True)
