@@ -20,8 +20,8 @@ INJECT = """() => { const s = document.createElement('script'); s.textContent = 
     document.body.appendChild(s); return window.__injected === 1; }"""
 
 
-def watched_page(browser: Browser) -> tuple[Page, list[str]]:
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+def watched_page(chromium: Browser) -> tuple[Page, list[str]]:
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
     violations: list[str] = []
     page.on("console", lambda msg: violations.append(msg.text) if "Content Security Policy" in msg.text else None)
     return page, violations
