@@ -22,6 +22,7 @@ from typing import Any
 
 import redis
 from django.conf import settings
+from redis.commands.core import Script
 
 from brain.config import overridden
 from brain.logs import log_op
@@ -65,23 +66,37 @@ def limits() -> RateLimits:
     return overridden(RateLimits(), settings.BRAIN_RATE_LIMITS)
 
 
+# One command per request: every counter is incremented, and a new one gets its expiry, atomically (a key
+# can never be left without one). redis-py sends it by its SHA (EVALSHA) once Redis has it.
+_INCREMENT = """
+local counts = {}
+for i, key in ipairs(KEYS) do
+  counts[i] = redis.call('INCR', key)
+  if counts[i] == 1 then redis.call('EXPIRE', key, ARGV[1]) end
+end
+return counts
+"""
+
+
 class _Backend:
     """One Redis client per URL and process (its pool is thread-safe), and the pause after a failure."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._clients: dict[str, redis.Redis] = {}
+        self._scripts: dict[str, Script] = {}
         self._paused_until: dict[str, float] = {}
         self._logged_at: dict[str, float] = {}
 
-    def client(self, url: str) -> redis.Redis | None:
+    def counter(self, url: str) -> Script | None:
+        """The increment script bound to this URL's client, or None while paused after a failure."""
         if time.monotonic() < self._paused_until.get(url, 0.0):
             return None
         with self._lock:
-            if url not in self._clients:
-                self._clients[url] = redis.Redis.from_url(
+            if url not in self._scripts:
+                client = redis.Redis.from_url(
                     url, socket_connect_timeout=0.25, socket_timeout=0.25, health_check_interval=30)
-            return self._clients[url]
+                self._scripts[url] = client.register_script(_INCREMENT)
+            return self._scripts[url]
 
     def failed(self, url: str, exc: Exception) -> None:
         now = time.monotonic()
@@ -99,15 +114,6 @@ def _hashed(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _count(client: redis.Redis, keys: list[str], ttl_s: int) -> list[int]:
-    pipe = client.pipeline(transaction=False)
-    for key in keys:
-        pipe.incr(key)
-        pipe.expire(key, ttl_s)
-    replies = pipe.execute()
-    return [int(replies[i]) for i in range(0, len(replies), 2)]
-
-
 def rate_limit_hit(*, credential: str | None, address: str | None, path: str = "") -> Limited | None:
     """Counts one request of `credential` (a raw bearer token or session id, hashed here) from `address`;
     returns the exceeded limit, or None when the request may go on (also when Redis is unavailable)."""
@@ -115,14 +121,14 @@ def rate_limit_hit(*, credential: str | None, address: str | None, path: str = "
     checks = [(scope, ident, cap) for scope, ident, cap in (
         ("token", _hashed(credential) if credential else None, conf.per_token),
         ("address", address, conf.per_address)) if ident and cap > 0]
-    client = _BACKEND.client(url) if url and checks and conf.window_s > 0 else None
-    if client is None:
+    counter = _BACKEND.counter(url) if url and checks and conf.window_s > 0 else None
+    if counter is None:
         return None
     now = time.time()
     window = int(now // conf.window_s)
     keys = [f"{settings.RATE_LIMIT_KEY_PREFIX}{scope}:{ident}:{window}" for scope, ident, _ in checks]
     try:
-        counts = _count(client, keys, conf.window_s + 1)
+        counts = [int(n) for n in counter(keys=keys, args=[conf.window_s + 1])]
     except (redis.RedisError, OSError) as exc:
         _BACKEND.failed(url, exc)
         return None
