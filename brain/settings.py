@@ -176,6 +176,8 @@ BRAIN_THROTTLE = {
     "login_lockout_minutes": env_override("BRAIN_LOGIN_LOCKOUT_MINUTES", int),
     "signups_per_address_per_hour": env_override("BRAIN_SIGNUPS_PER_ADDRESS_PER_HOUR", int),
 }
+# Sign-up leaves the account inactive until the link mailed to its address is used (projects/services/signup.py).
+SIGNUP_VERIFY_EMAIL = env.bool("BRAIN_SIGNUP_VERIFY_EMAIL", default=False)
 # How many proxies in front of the app append to X-Forwarded-For (Caddy: 1); 0 trusts REMOTE_ADDR only.
 TRUSTED_PROXY_HOPS = env.int("BRAIN_TRUSTED_PROXY_HOPS", default=0)
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any, cast
 
 from django import forms
+from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import password_validation
 from django.contrib.auth.forms import AuthenticationForm
@@ -15,6 +16,7 @@ from django.utils import timezone
 
 from brain.addresses import client_address
 from projects.models import ORG_NAME_MAX, TOKEN_LABEL_MAX, Membership, Project, User
+from projects.services.signup import signup_pending_exists
 from projects.services.throttle import login_blocked_for, login_failure_record, login_success_record
 
 EXPIRY_CHOICES = [("", "Never"), ("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year")]
@@ -40,6 +42,8 @@ class SignUpForm(forms.Form):
 
     def clean_email(self) -> str:
         email = self.cleaned_data["email"].strip().lower()
+        if settings.SIGNUP_VERIFY_EMAIL and signup_pending_exists(email=email):
+            return email  # signed up, never verified: signing up again sends a new link
         if User.objects.filter(email=email).exists():
             raise ValidationError("An account with this e-mail address exists already. Sign in instead.")
         return email

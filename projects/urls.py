@@ -10,6 +10,7 @@ _T = "accounts/"
 
 _accounts = [
     path("signup/", accounts.signup, name="signup"),
+    path("signup/verify/<uidb64>/<token>/", accounts.signup_verify, name="signup_verify"),
     path("login/", auth_views.LoginView.as_view(
         template_name=_T + "login.html", authentication_form=ThrottledLoginForm, redirect_authenticated_user=True,
     ), name="login"),

@@ -1,12 +1,15 @@
-"""Sign-in throttling on /accounts/login/ and /admin/login/, the sign-up limit per address, and the purge of
-throttle rows, through the real views and the real database (the counts every replica shares)."""
+"""Sign-in throttling on /accounts/login/ and /admin/login/, the sign-up limit per address, sign-up with e-mail
+verification, and the purge of throttle rows, through the real views and the real database (the counts every
+replica shares)."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core import mail
 from django.test import Client
 from django.utils import timezone
 
@@ -106,3 +109,44 @@ def test_purge_deletes_stale_rows_and_keeps_lockouts(tenant_a: Tenant) -> None:
     LoginThrottle.objects.filter(key="ip:10.0.0.8").update(locked_until=now - timedelta(seconds=1))
     purge_expired()  # the hourly beat job does the same
     assert set(LoginThrottle.objects.values_list("key", flat=True)) == {"signup:10.0.0.7"}
+
+
+def _link(body: str) -> str:
+    match = re.search(r"https://brain\.example\.com(/accounts/signup/verify/\S+/)", body)
+    assert match is not None, body
+    return match.group(1)
+
+
+@pytest.mark.django_db
+def test_sign_up_with_e_mail_verification(settings: Any, tenant_a: Tenant) -> None:
+    settings.SIGNUP_VERIFY_EMAIL, settings.PUBLIC_URL = True, "https://brain.example.com"
+    form = {"email": "new@example.com", "password": "a-long enough pass 42"}
+    response = Client().post("/accounts/signup/", form)
+    assert response.status_code == 200 and "Confirm your e-mail" in response.content.decode()
+    assert User.objects.get(email="new@example.com").is_active is False
+    assert sign_in("/accounts/login/", "new@example.com", form["password"]).status_code == 200  # not yet
+    first = _link(mail.outbox[-1].body)
+    # Signing up again before verifying sends a new link with the new password; the first link is void.
+    Client().post("/accounts/signup/", {**form, "password": "another long pass 43"})
+    second = _link(mail.outbox[-1].body)
+    browser = Client()
+    assert browser.get(second).status_code == 200  # a mail scanner following the link activates nothing
+    assert User.objects.get(email="new@example.com").is_active is False
+    assert browser.post(first).status_code == 400
+    assert browser.post(second)["Location"] == "/settings/tokens"
+    assert User.objects.get(email="new@example.com").is_active is True
+    assert browser.get("/settings/tokens").status_code == 200  # signed in
+    assert Client().post(second).status_code == 400  # once only
+    assert sign_in("/accounts/login/", "new@example.com", "another long pass 43").status_code == 302
+    # Another tenant's account is untouched, and an active account's address cannot be signed up again.
+    taken = Client().post("/accounts/signup/", {**form, "email": tenant_a.user.email})
+    assert "exists already" in taken.content.decode() and tenant_a.user.email not in mail.outbox[-1].to
+    assert Client().post("/accounts/signup/verify/bm90LWEtdXVpZA/x-y/").status_code == 400  # mangled link
+
+
+@pytest.mark.django_db
+def test_without_verification_sign_up_signs_in_at_once(settings: Any) -> None:
+    settings.SIGNUP_VERIFY_EMAIL = False
+    response = Client().post("/accounts/signup/", {"email": "now@example.com", "password": "a-long enough pass 42"})
+    assert response.status_code == 302 and User.objects.get(email="now@example.com").is_active
+    assert mail.outbox == []
