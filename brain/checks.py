@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.checks import Warning as CheckWarning
@@ -40,4 +41,21 @@ def rate_limits_off_in_production(app_configs: Any = None, **kwargs: Any) -> lis
         "Request rate limits on /mcp and /api/v1 are off: they count in Redis and none is configured.",
         hint="Set REDIS_URL (or BRAIN_RATE_LIMIT_REDIS_URL) so every web replica shares the counts.",
         id="brain.W002",
+    )]
+
+
+def public_url_unreachable(app_configs: Any = None, **kwargs: Any) -> list[CheckWarning]:
+    """Mailed links start with BRAIN_PUBLIC_URL; its default follows BRAIN_HOST, and a wildcard bind address
+    (0.0.0.0, ::) is no address anyone can open."""
+    try:
+        host = urlsplit(str(settings.PUBLIC_URL)).hostname or ""
+    except ValueError:
+        host = ""
+    if host and host not in {"0.0.0.0", "::"}:  # noqa: S104  (recognising a wildcard, not binding to one)
+        return []
+    return [CheckWarning(
+        f"BRAIN_PUBLIC_URL={settings.PUBLIC_URL!r} is not an address people can open: password-reset, invitation "
+        "and sign-up links in mail start with it.",
+        hint="Set BRAIN_PUBLIC_URL to the address browsers use, e.g. http://192.168.1.20:8000 or https://brain.example.com.",
+        id="brain.W003",
     )]

@@ -84,3 +84,12 @@ def test_a_production_setup_without_redis_is_told_its_rate_limits_are_off(settin
     assert [m.id for m in run_checks() if m.id.startswith("brain.")] == ["brain.W002"]
     settings.RATE_LIMIT_REDIS_URL = "redis://127.0.0.1:6379/0"
     assert [m.id for m in run_checks() if m.id.startswith("brain.")] == []
+
+
+@pytest.mark.parametrize(("public_url", "warned"), [
+    ("http://0.0.0.0:8000", True), ("http://[::]:8000", True), ("not a url", True),
+    ("http://127.0.0.1:8000", False), ("http://192.168.1.20:8000", False), ("https://brain.example.com", False),
+])
+def test_a_public_url_nobody_can_open_is_flagged(settings: Any, public_url: str, warned: bool) -> None:
+    settings.PUBLIC_URL = public_url
+    assert [m.id for m in run_checks() if m.id == "brain.W003"] == (["brain.W003"] if warned else [])
