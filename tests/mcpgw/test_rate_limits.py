@@ -4,6 +4,9 @@ a key prefix per test so parallel runs never share counters)."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -35,14 +38,14 @@ def limited(settings: Any) -> Any:
         client.delete(key)
 
 
-def ping(mcp: Mcp) -> Any:
+def discover(mcp: Mcp) -> Any:
     return mcp.modern("server/discover")
 
 
 @pytest.mark.django_db
 def test_mcp_token_over_its_rate_gets_a_json_rpc_429_with_a_retry_hint(limited: Any, mcp_a: Mcp, mcp_b: Mcp) -> None:
-    assert [ping(mcp_a).status_code for _ in range(3)] == [200, 200, 200]
-    response = ping(mcp_a)
+    assert [discover(mcp_a).status_code for _ in range(3)] == [200, 200, 200]
+    response = discover(mcp_a)
     assert response.status_code == 429
     retry = int(response["Retry-After"])
     assert 1 <= retry <= 60
@@ -53,13 +56,13 @@ def test_mcp_token_over_its_rate_gets_a_json_rpc_429_with_a_retry_hint(limited: 
     assert error["data"] == {"retryable": True, "retryAfterSeconds": retry, "scope": "token", "limit": 3,
                              "windowSeconds": 60}
     # The other tenant's token, from the same address, has its own counter.
-    assert ping(mcp_b).status_code == 200
+    assert discover(mcp_b).status_code == 200
 
 
 @pytest.mark.django_db
 def test_the_cognibrain_profile_and_rest_share_the_token_counter(limited: Any, tenant_a: Tenant) -> None:
     mcp = Mcp(Client(), tenant_a.user_raw)
-    assert ping(mcp).status_code == 200
+    assert discover(mcp).status_code == 200
     cognibrain = mcp.client.post("/mcp/cognibrain", data=INIT % 7,
                                  content_type="application/json", headers=mcp.headers())
     assert cognibrain.status_code == 200
@@ -87,18 +90,40 @@ def test_rest_over_its_rate_answers_the_envelope_and_changes_nothing(limited: An
     assert mine.status_code == 200 and [row["id"] for row in mine.json()["items"]] == [str(tenant_b.project.id)]
 
 
+REPLICA = """
+import sys, django
+django.setup()
+from django.conf import settings
+settings.RATE_LIMIT_REDIS_URL, settings.RATE_LIMIT_KEY_PREFIX = sys.argv[1], sys.argv[2]
+settings.BRAIN_RATE_LIMITS = {"window_s": 60, "per_token": 3, "per_address": 100}
+from brain.ratelimit import rate_limit_hit
+print(rate_limit_hit(credential=sys.argv[3], address="10.7.7.7") is None)
+"""
+
+
+@pytest.mark.django_db
+def test_another_process_counts_into_the_same_window(limited: Any, mcp_a: Mcp) -> None:
+    """A second web replica is another process: its requests use up the same token's limit."""
+    assert [discover(mcp_a).status_code for _ in range(2)] == [200, 200]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "brain.settings"}
+    replica = subprocess.run([sys.executable, "-c", REPLICA, REDIS_URL, limited.RATE_LIMIT_KEY_PREFIX, mcp_a.raw],
+                             capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert replica.stdout.strip().splitlines()[-1] == "True"  # the third request of the window, from the replica
+    assert discover(mcp_a).status_code == 429
+
+
 @pytest.mark.django_db
 def test_the_address_limit_covers_every_token_behind_it(limited: Any, tenant_a: Tenant, tenant_b: Tenant) -> None:
     limited.BRAIN_RATE_LIMITS = {"window_s": 60, "per_token": 100, "per_address": 2}
     one, two = Client(REMOTE_ADDR="10.1.1.1"), Client(REMOTE_ADDR="10.1.1.1")
-    assert ping(Mcp(one, tenant_a.user_raw)).status_code == 200
-    assert ping(Mcp(two, tenant_b.user_raw)).status_code == 200
+    assert discover(Mcp(one, tenant_a.user_raw)).status_code == 200
+    assert discover(Mcp(two, tenant_b.user_raw)).status_code == 200
     # Without a token too: a flood of unauthenticated requests is still counted against its address.
     refused = Mcp(two, None).modern("server/discover")
     assert refused.status_code == 429 and refused.json()["error"]["data"]["scope"] == "address"
     rest = Client(REMOTE_ADDR="10.1.1.1", HTTP_AUTHORIZATION=f"Bearer {tenant_b.user_raw}").get("/api/v1/projects")
     assert api_error(rest, 429, "RATE_LIMITED")["details"]["scope"] == "address"
-    assert ping(Mcp(Client(REMOTE_ADDR="10.1.1.2"), tenant_a.user_raw)).status_code == 200
+    assert discover(Mcp(Client(REMOTE_ADDR="10.1.1.2"), tenant_a.user_raw)).status_code == 200
 
 
 @pytest.mark.django_db
@@ -114,7 +139,7 @@ def test_unreachable_redis_lets_requests_and_writes_through_and_says_so(
                                                          "projectId": str(tenant_a.project.id)},
                             content_type="application/json")
         assert response.status_code == 201, response.content
-    assert ping(Mcp(Client(), tenant_a.user_raw)).status_code == 200
+    assert discover(Mcp(Client(), tenant_a.user_raw)).status_code == 200
     logged = ops(caplog, "ratelimit.unavailable")
     assert len(logged) == 1 and logged[0]["error"] == "ConnectionError"
 
@@ -122,7 +147,7 @@ def test_unreachable_redis_lets_requests_and_writes_through_and_says_so(
 @pytest.mark.django_db
 def test_a_zero_limit_is_off(limited: Any, mcp_a: Mcp) -> None:
     limited.BRAIN_RATE_LIMITS = {"window_s": 60, "per_token": 0, "per_address": 0}
-    assert {ping(mcp_a).status_code for _ in range(6)} == {200}
+    assert {discover(mcp_a).status_code for _ in range(6)} == {200}
 
 
 def test_client_address_trusts_only_the_configured_proxy_hops(settings: Any) -> None:
