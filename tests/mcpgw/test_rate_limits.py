@@ -106,7 +106,7 @@ def test_another_process_counts_into_the_same_window(limited: Any, mcp_a: Mcp) -
     """A second web replica is another process: its requests use up the same token's limit."""
     assert [discover(mcp_a).status_code for _ in range(2)] == [200, 200]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "brain.settings"}
-    replica = subprocess.run([sys.executable, "-c", REPLICA, REDIS_URL, limited.RATE_LIMIT_KEY_PREFIX, mcp_a.raw],
+    replica = subprocess.run([sys.executable, "-c", REPLICA, REDIS_URL, limited.RATE_LIMIT_KEY_PREFIX, str(mcp_a.raw)],
                              capture_output=True, text=True, env=env, timeout=120, check=True)
     assert replica.stdout.strip().splitlines()[-1] == "True"  # the third request of the window, from the replica
     assert discover(mcp_a).status_code == 429
