@@ -117,11 +117,14 @@ def _hashed(secret: str) -> str:
 def rate_limit_hit(*, credential: str | None, address: str | None, path: str = "") -> Limited | None:
     """Counts one request of `credential` (a raw bearer token or session id, hashed here) from `address`;
     returns the exceeded limit, or None when the request may go on (also when Redis is unavailable)."""
-    url, conf = settings.RATE_LIMIT_REDIS_URL, limits()
+    url = settings.RATE_LIMIT_REDIS_URL
+    if not url:  # no Redis configured: no request rate limits (a laptop install)
+        return None
+    conf = limits()
     checks = [(scope, ident, cap) for scope, ident, cap in (
         ("token", _hashed(credential) if credential else None, conf.per_token),
         ("address", address, conf.per_address)) if ident and cap > 0]
-    counter = _BACKEND.counter(url) if url and checks and conf.window_s > 0 else None
+    counter = _BACKEND.counter(url) if checks and conf.window_s > 0 else None
     if counter is None:
         return None
     now = time.time()
