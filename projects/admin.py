@@ -3,6 +3,7 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from projects.forms import ThrottledAdminLoginForm
 from projects.models import (
     ApiToken,
     AuditEvent,
@@ -15,6 +16,9 @@ from projects.models import (
     User,
 )
 from projects.services.accounts import token_revoke
+
+# /admin/login/ counts failures and locks out exactly as the dashboard's sign-in does.
+admin.site.login_form = ThrottledAdminLoginForm
 
 
 @admin.register(User)
