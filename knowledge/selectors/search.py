@@ -12,7 +12,7 @@ from django.utils import timezone
 from brain.config import overridden
 from brain.text import text_storable
 from knowledge.injection import DEFAULT_BUDGET
-from knowledge.models import DECAY_FLOOR, KnowledgeType
+from knowledge.models import DECAY_FLOOR, REVIEW_USABLE_SQL, KnowledgeType
 from knowledge.scoring import Context, Weights, cut, rescore_candidates
 from knowledge.search import Fusion, Mode, Scope, hybrid_candidates
 from projects.scope import Principal
@@ -78,6 +78,7 @@ def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None 
         "(t.project_id = ANY(%(scope_projects)s::uuid[]) OR (t.project_id IS NULL AND t.owner_id = %(scope_user)s))"
         " AND t.deleted_at IS NULL AND t.superseded_by_id IS NULL AND t.type <> 'action_item'"
         " AND (t.decay_score > %(decay_floor)s OR t.type = 'decision')"
+        f" AND {REVIEW_USABLE_SQL}"  # a member's rule waiting for review reaches only its author
     )
     params = {"scope_projects": project_ids, "scope_user": principal.user.id,
               "decay_floor": decay_floor()}

@@ -14,8 +14,9 @@ from django.db.models.functions import Least
 from pgvector.django import CosineDistance
 
 from brain.logs import log_op
-from knowledge.models import KnowledgeItem
+from knowledge.models import KnowledgeItem, ReviewStatus
 from knowledge.services.create import KnowledgeDraft, _validate, embed_or_none, knowledge_embedding_text
+from knowledge.services.review import review_status_for
 from knowledge.services.skills import skills_promote
 from projects.models import Project, User
 
@@ -61,7 +62,7 @@ def _reinforce(twin: KnowledgeItem, *, promote: bool) -> None:
 def _twin(
     scope: Q, draft: KnowledgeDraft, vector: list[float] | None
 ) -> KnowledgeItem | None:
-    rows = KnowledgeItem.objects.filter(scope, type=draft.type)
+    rows = KnowledgeItem.objects.filter(scope, type=draft.type).exclude(review_status=ReviewStatus.REJECTED)
     if vector is not None:
         return (
             rows.filter(embedding__isnull=False)
@@ -115,7 +116,7 @@ def knowledge_absorb(
                 content=draft.content.strip(), rationale=draft.rationale.strip(), tags=list(draft.tags),
                 source=draft.source, confidence=draft.confidence, framework=draft.framework,
                 language=draft.language, stage=draft.stage, embedding=vector, embedding_model=model if vector else "",
-                source_session_id=source_session_id,
+                source_session_id=source_session_id, review_status=review_status_for(author=owner, project=project),
                 file_globs=list(draft.file_globs), always_apply=draft.always_apply,
             ))
             result.outcomes.append((True, result.created[-1].id))

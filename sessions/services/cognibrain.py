@@ -17,7 +17,7 @@ from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
 from knowledge.guard_models import GuardKind, GuardPattern, GuardSeverity
-from knowledge.models import RULE_MAX, RULE_MIN, KnowledgeItem, KnowledgeType
+from knowledge.models import RULE_MAX, RULE_MIN, KnowledgeItem, KnowledgeType, review_usable_by
 from knowledge.services.create import KnowledgeDraft, knowledge_create
 from knowledge.services.guard import guard_alternative_set, guard_rule_add
 from projects.scope import Principal
@@ -197,7 +197,8 @@ def memory_add(*, principal: Principal, session: Session, content: str, scope: s
         raise ForbiddenProject(f"a project-scoped token cannot store {scope}-scoped memories; use scope repo")
     project = session.project if scope in ("repo", "task") else None
     tags = [task_tag(session)] if scope == "task" else [f"scope:{scope}"]
-    where = Q(project=project) if project else Q(owner=principal.user, project__isnull=True)
+    where = (Q(project=project) if project else Q(owner=principal.user, project__isnull=True)) & review_usable_by(
+        principal.user)
     with transaction.atomic():
         existing = _near_duplicate(where & Q(tags__contains=tags) if scope != "repo" else where, clean)
         if existing is not None:
