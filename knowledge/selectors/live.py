@@ -14,7 +14,7 @@ from brain.text import text_storable
 from knowledge.models import KnowledgeItem, KnowledgeType, PeerCard, SkillStage, review_clear, review_usable_by
 from knowledge.scoring import Context, Weights, rescore_candidates
 from knowledge.search import hybrid_candidates
-from knowledge.selectors.search import KNOWLEDGE_TABLE, fusion_from_settings, knowledge_scope
+from knowledge.selectors.search import KNOWLEDGE_TABLE, OTHERS_CONFIDENCE, fusion_from_settings, knowledge_scope
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible
 
@@ -77,17 +77,22 @@ def peer_card_of(*, principal: Principal) -> PeerCardView:
 
 
 def user_style(*, principal: Principal) -> UserStyle:
-    """Peer card plus up to 30 reflexes at confidence >= 0.7, highest first."""
-    reflexes = knowledge_live(principal=principal).filter(
+    """Peer card plus up to 30 reflexes at confidence >= 0.7, highest first; another member's reflex is shown at
+    OTHERS_CONFIDENCE of its stored confidence (as retrieval counts it; the row itself is not changed)."""
+    reflexes = list(knowledge_live(principal=principal).filter(
         review_usable_by(principal.user), type=KnowledgeType.REFLEX, confidence__gte=REFLEX_MIN_CONFIDENCE
-    ).order_by("-confidence", "-created_at", "id")[:MAX_REFLEXES]
-    return UserStyle(peer_card=peer_card_of(principal=principal), reflexes=list(reflexes))
+    ).order_by("-confidence", "-created_at", "id")[:MAX_REFLEXES])
+    for row in reflexes:
+        if row.owner_id != principal.user.pk:
+            row.confidence = round(row.confidence * OTHERS_CONFIDENCE, 4)
+    return UserStyle(peer_card=peer_card_of(principal=principal), reflexes=reflexes)
 
 
 def skills_active(*, principal: Principal, limit: int = 50) -> list[KnowledgeItem]:
     """Skills mature enough to offer (knowledge and wisdom stages), most confident first."""
     rows = knowledge_live(principal=principal).filter(
-        review_usable_by(principal.user), stage__in=OFFERED_STAGES).exclude(type=KnowledgeType.ACTION_ITEM).order_by("-confidence", "-created_at", "id")[:limit]
+        review_usable_by(principal.user), stage__in=OFFERED_STAGES).exclude(
+        type=KnowledgeType.ACTION_ITEM).order_by("-confidence", "-created_at", "id")[:limit]
     return list(rows)
 
 
