@@ -52,7 +52,7 @@ def _pending_row(principal: Principal, item_id: uuid.UUID | str) -> KnowledgeIte
 
 def _retire_predecessor(row: KnowledgeItem) -> None:
     # teach's supersedesKnowledgeId waited with the row: the same ownership and project check as at teach time.
-    if row.review_supersedes is None:
+    if row.review_supersedes is None or row.project_id is None:
         return
     KnowledgeItem.objects.filter(
         id=row.review_supersedes, owner_id=row.owner_id, project_id=row.project_id, deleted_at__isnull=True,
