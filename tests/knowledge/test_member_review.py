@@ -16,6 +16,7 @@ from knowledge.services.review import knowledge_review_decide
 from projects.models import AuditEvent, Org
 from projects.scope import Principal
 from projects.services.orgs import org_review_set
+from sessions.services.context_pack import pack_render
 from sessions.services.open import session_open
 from tests.conftest import Tenant
 from tests.knowledge.team import Team, make_team
@@ -160,3 +161,12 @@ def test_review_toggle_is_for_owners_of_team_orgs(team: Team, tenant_b: Tenant) 
     org_review_set(user=team.owner.user, org=team.org, required=True)
     assert Org.objects.get(pk=team.org.pk).require_member_review is True
     assert AuditEvent.objects.filter(org=team.org, action="org.review_set").count() == 1
+
+
+def test_context_pack_names_the_author(team: Team) -> None:
+    team.teach(team.owner, MIGRATIONS, type="principle")
+    team.teach(team.member, "run the migrations check locally too", type="principle")
+    hits = knowledge_search(principal=team.member, query="migrations check", project_id=team.project.id).hits
+    lines = pack_render(hits, budget=400).context.splitlines()
+    assert f"- {MIGRATIONS} (taught by alice)" in lines
+    assert "- run the migrations check locally too" in lines
