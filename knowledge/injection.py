@@ -135,8 +135,21 @@ def build_injection(items: Sequence[Injectable], *, budget: int = DEFAULT_BUDGET
             skipped.append(str(item.id))
             continue
         chosen.append(item)
+    notice = _budget_notice(ordered, chosen, budget)
     if not chosen:
-        return Injection(text="", skipped=skipped)
+        return Injection(text="", skipped=skipped, notice=notice)
     text = _render(chosen)
     return Injection(text=text, ids=[str(i.id) for i in chosen], skipped=skipped, tokens=count_tokens(text),
-                     scores=[round(_score(i), 4) for i in chosen])
+                     scores=[round(_score(i), 4) for i in chosen], notice=notice)
+
+
+def _budget_notice(ordered: Sequence[Injectable], chosen: list[Injectable], budget: int) -> str:
+    """Why matching items were left out for the budget, so a small budgetTokens never fails silently."""
+    left = [i for i in ordered if i.type in _SECTION_OF and i not in chosen]
+    if not left:
+        return ""
+    need = min(count_tokens(_render([i])) for i in left)
+    if not chosen:
+        return (f"{len(left)} matching item(s) left out: none fits in {budget} tokens (the smallest needs about "
+                f"{need}); raise budgetTokens.")
+    return f"{len(left)} more matching item(s) did not fit in {budget} tokens; raise budgetTokens to see them."

@@ -72,7 +72,7 @@ def knowledge_inject(
     budget = budget_tokens or injection_budget()
     kept, floored = above_floor(found.hits, excluded=_other_stack(prompt, framework, found.hits))
     injection = build_injection(as_injectable(kept), budget=budget)
-    injection.notice = floored.notice()
+    injection.notice = " ".join(n for n in (floored.notice(), injection.notice) if n)
     if session is not None:
         applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)
     return Retrieved(found=found, injection=injection)
