@@ -16,6 +16,7 @@ from knowledge.services.review import knowledge_review_decide
 from projects.models import AuditEvent, Org
 from projects.scope import Principal
 from projects.services.orgs import org_review_set
+from sessions.selectors.oracle import oracle_ask
 from sessions.services.context_pack import pack_render
 from sessions.services.open import session_open
 from tests.conftest import Tenant
@@ -170,3 +171,12 @@ def test_context_pack_names_the_author(team: Team) -> None:
     lines = pack_render(hits, budget=400).context.splitlines()
     assert f"- {MIGRATIONS} (taught by alice)" in lines
     assert "- run the migrations check locally too" in lines
+
+
+def test_oracle_citation_names_the_author(team: Team, tenant_b: Tenant) -> None:
+    owners = team.teach(team.owner, MIGRATIONS, type="principle").item
+    answer = oracle_ask(principal=team.member, question="migrations check before merging",
+                        project_id=str(team.project.id))
+    cited = {c.id: c.text for c in answer.citations if c.kind == "knowledge"}
+    assert cited[owners.id].endswith("(taught by alice)")
+    assert oracle_ask(principal=tenant_b.principal, question="migrations check before merging").citations == []
