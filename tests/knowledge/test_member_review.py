@@ -11,6 +11,8 @@ from knowledge.models import KnowledgeItem, ReviewStatus
 from knowledge.selectors.live import knowledge_live, user_style
 from knowledge.selectors.review import review_queue
 from knowledge.selectors.search import OTHERS_CONFIDENCE, knowledge_search
+from knowledge.services.absorb import knowledge_absorb
+from knowledge.services.create import KnowledgeDraft
 from knowledge.services.curate import knowledge_edit, knowledge_supersede
 from knowledge.services.review import knowledge_review_decide
 from projects.models import AuditEvent, Org
@@ -180,3 +182,15 @@ def test_oracle_citation_names_the_author(team: Team, tenant_b: Tenant) -> None:
     cited = {c.id: c.text for c in answer.citations if c.kind == "knowledge"}
     assert cited[owners.id].endswith("(taught by alice)")
     assert oracle_ask(principal=tenant_b.principal, question="migrations check before merging").citations == []
+
+
+def test_learned_and_imported_rows_of_members_wait_too(team: Team) -> None:
+    org_review_set(user=team.owner.user, org=team.org, required=True)
+    drafts = [(team.project, KnowledgeDraft(content=FACTORIES, type="heuristic", confidence=0.6)),
+              (team.project, KnowledgeDraft(content=MIGRATIONS, type="heuristic", confidence=0.6))]
+    learned = knowledge_absorb(owner=team.member.user, drafts=drafts).created
+    assert [r.review_status for r in learned] == [ReviewStatus.PENDING, ReviewStatus.PENDING]
+    by_owner = knowledge_absorb(owner=team.owner.user, drafts=drafts[:1]).created
+    assert [r.review_status for r in by_owner] == [ReviewStatus.NONE]
+    personal = knowledge_absorb(owner=team.member.user, drafts=[(None, drafts[0][1])], reinforce=False).created
+    assert [r.review_status for r in personal] == [ReviewStatus.NONE]  # personal rows never wait
