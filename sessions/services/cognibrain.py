@@ -17,7 +17,7 @@ from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
 from knowledge.guard_models import GuardKind, GuardPattern, GuardSeverity
-from knowledge.models import RULE_MAX, RULE_MIN, KnowledgeItem, KnowledgeType, review_usable_by
+from knowledge.models import RULE_MAX, RULE_MIN, KnowledgeItem, KnowledgeType, ReviewStatus, review_usable_by
 from knowledge.services.create import KnowledgeDraft, knowledge_create
 from knowledge.services.guard import guard_alternative_set, guard_rule_add
 from projects.scope import Principal
@@ -149,7 +149,8 @@ def correction_record(*, session: Session, text: str) -> Corrected:
             recipe = _store(session, content=f"Use {better} (not {forbidden}).", type=KnowledgeType.RECIPE,
                             trigger=forbidden, rationale=clean)
             done.stored += [anti, recipe]
-            done.superseded = _supersede_contradicted(session, forbidden, recipe)
+            if recipe.review_status != ReviewStatus.PENDING:  # a held correction retires nothing the team uses
+                done.superseded = _supersede_contradicted(session, forbidden, recipe)
         policy = policy_parse(clean)
         if policy is not None:
             done.stored.append(_policy_rule(session, policy, clean, source="user_correction"))

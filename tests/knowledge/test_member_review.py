@@ -19,6 +19,7 @@ from projects.models import AuditEvent, Org
 from projects.scope import Principal
 from projects.services.orgs import org_review_set
 from sessions.selectors.oracle import oracle_ask
+from sessions.services.cognibrain import correction_record
 from sessions.services.context_pack import pack_render
 from sessions.services.open import session_open
 from tests.conftest import Tenant
@@ -194,3 +195,12 @@ def test_learned_and_imported_rows_of_members_wait_too(team: Team) -> None:
     assert [r.review_status for r in by_owner] == [ReviewStatus.NONE]
     personal = knowledge_absorb(owner=team.member.user, drafts=[(None, drafts[0][1])], reinforce=False).created
     assert [r.review_status for r in personal] == [ReviewStatus.NONE]  # personal rows never wait
+
+
+def test_members_held_correction_retires_nothing_yet(team: Team) -> None:
+    old = team.teach(team.member, "install packages with pip install", type="recipe").item  # live: review off
+    org_review_set(user=team.owner.user, org=team.org, required=True)
+    session = session_open(principal=team.member, project_id=str(team.project.id)).session
+    done = correction_record(session=session, text="not pip install, use uv add")
+    assert done.stored and all(r.review_status == ReviewStatus.PENDING for r in done.stored)
+    assert done.superseded == [] and KnowledgeItem.objects.get(id=old.id).superseded_by_id is None
