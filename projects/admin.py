@@ -43,7 +43,8 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Org)
 class OrgAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "personal_for", "created_at")
+    list_display = ("name", "slug", "personal_for", "require_member_review", "created_at")
+    list_filter = ("require_member_review",)
     search_fields = ("name", "slug")
     raw_id_fields = ("personal_for",)
     inlines = [MembershipInline]

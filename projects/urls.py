@@ -41,6 +41,7 @@ urlpatterns = [
     path("orgs/", orgs.org_list, name="org_list"),
     path("orgs/<slug:slug>/", orgs.org_detail, name="org_detail"),
     path("orgs/<slug:slug>/invite", orgs.org_invite, name="org_invite"),
+    path("orgs/<slug:slug>/review", orgs.org_review_toggle, name="org_review_toggle"),
     path("orgs/<slug:slug>/invitations/<uuid:invitation_id>/revoke", orgs.org_invitation_revoke,
          name="org_invitation_revoke"),
     path("orgs/<slug:slug>/members/<uuid:membership_id>/role", orgs.org_member_role, name="org_member_role"),

@@ -22,7 +22,7 @@ from django.db.models import Count, Max, Q
 
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
 from knowledge.guard_models import GuardKind, GuardPattern, GuardSeverity
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import REVIEW_HELD, KnowledgeItem, KnowledgeType, review_clear
 
 # Cosine similarity at or above which a stored forbidden action warns (MiniLM: paraphrases of one
 # instruction score ~0.65-0.9, unrelated shell commands < 0.45). BRAIN_GUARD_SEMANTIC_THRESHOLD overrides it.
@@ -118,7 +118,8 @@ def _matches(rule: Rule, parsed: ParsedAction) -> bool:
 def guard_scope_filter(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> Q:
     """Guard rules of one project plus the owner's own project-less ones."""
     mine = Q(knowledge__owner_id=owner_id, knowledge__project__isnull=True)
-    live = Q(knowledge__deleted_at__isnull=True, knowledge__superseded_by__isnull=True)
+    live = Q(knowledge__deleted_at__isnull=True, knowledge__superseded_by__isnull=True) & ~Q(
+        knowledge__review_status__in=REVIEW_HELD)
     return (Q(knowledge__project_id=project_id) | mine if project_id else mine) & live
 
 
@@ -250,8 +251,8 @@ def semantic_warnings(*, owner_id: uuid.UUID, project_ids: Sequence[uuid.UUID], 
     from pgvector.django import CosineDistance
 
     scope = Q(project_id__in=list(project_ids)) | Q(owner_id=owner_id, project__isnull=True)
-    rows = (KnowledgeItem.objects.filter(scope, type=KnowledgeType.ANTI_PRINCIPLE, deleted_at__isnull=True,
-                                         superseded_by__isnull=True, embedding_model=model)
+    rows = (KnowledgeItem.objects.filter(scope, review_clear(), type=KnowledgeType.ANTI_PRINCIPLE,
+                                         deleted_at__isnull=True, superseded_by__isnull=True, embedding_model=model)
             .annotate(distance=CosineDistance("embedding", vector)).order_by("distance")[:3])
     limit = 1.0 - semantic_threshold()
     return [(str(r.id), f"Close to a stored forbidden action: {' '.join(r.content.split())} (knowledge {r.id}, "

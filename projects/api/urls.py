@@ -41,6 +41,7 @@ install_error_handlers(api)
 ROUTERS: list[tuple[str, str]] = [
     ("/projects", "projects.api.projects.router"),
     ("/tokens", "projects.api.tokens.router"),
+    ("/orgs", "projects.api.orgs.router"),
     ("/knowledge", "knowledge.api.knowledge.router"),
     ("/action-items", "knowledge.api.user.actions_router"),
     ("/peer-card", "knowledge.api.user.peer_router"),

@@ -33,6 +33,7 @@ from projects.services.orgs import (
     membership_remove,
     membership_set_role,
     org_create,
+    org_review_set,
 )
 from projects.views.attempt import Refused, attempt
 
@@ -134,6 +135,18 @@ def org_member_remove(request: HttpRequest, slug: str, membership_id: uuid.UUID)
         messages.success(request, "You left the org.")
         return redirect("org_list")
     messages.success(request, f"{removed.user.email} was removed.")
+    return redirect("org_detail", slug=slug)
+
+
+@login_required
+@require_POST
+def org_review_toggle(request: HttpRequest, slug: str) -> HttpResponse:
+    """Owners switch review of members' rules; the checkbox's absence means off."""
+    user = _user(request)
+    required = request.POST.get("require_member_review") == "on"
+    attempt(request, lambda: org_review_set(user=user, org=_org_or_404(user, slug), required=required),
+            ok="Members' new rules now wait for an owner's review." if required
+            else "Members' rules reach the team without review.")
     return redirect("org_detail", slug=slug)
 
 
