@@ -26,8 +26,12 @@ from brain.embedded_db import DATABASE_NAME, SUPERUSER, EmbeddedServer, server_f
 
 HAPROXY_CFG = """global
     maxconn 2000
+    # One line per request (timers, termination state, server) in logs/haproxy.log: the cause of each error.
+    log stdout format raw local0
 defaults
     mode http
+    log global
+    option httplog
     timeout connect 2s
     timeout client 120s
     timeout server 120s
@@ -37,9 +41,12 @@ defaults
     # answers its health check and is not taken out of rotation for being busy.
     timeout queue 60s
     # A connection refused by a dead replica is tried again on another one (the request was never sent,
-    # so this cannot duplicate a write); requests already sent are never re-sent.
+    # so this cannot duplicate a write); requests already sent are never re-sent. `redispatch 1` moves every
+    # retry to another replica: with the default (only the last retry) HAProxy 2.6 spent all three retries on
+    # the dead replica within a millisecond and answered 503 to every request routed there until its health
+    # check failed, about 150 errors per replica kill at 40 agents.
     retries 3
-    option redispatch
+    option redispatch 1
     option http-server-close
 frontend brain
     bind 127.0.0.1:{port}
