@@ -238,7 +238,10 @@ class Topology:
     def _start_haproxy(self) -> None:
         self.lb_port = free_port()
         slots = 2 * self.web_threads - 1  # 2 gunicorn workers x threads, one left for the health check
-        servers = "\n".join(f"    server web{i + 1} 127.0.0.1:{port} maxconn {slots} check inter 1s fall 3 rise 2"
+        # `observe layer4 ... mark-down`: the first refused connection from real traffic takes a dead replica
+        # out at once instead of after its failed health checks, when every request routed to it would fail.
+        servers = "\n".join(f"    server web{i + 1} 127.0.0.1:{port} maxconn {slots} check inter 1s fall 3 rise 2 "
+                            "observe layer4 error-limit 1 on-error mark-down"
                             for i, port in enumerate(self.replica_ports))
         cfg = self.root / "haproxy.cfg"
         cfg.write_text(HAPROXY_CFG.format(port=self.lb_port, servers=servers))
