@@ -187,7 +187,8 @@ class Agent:
 def probe(base: str, token: str, until: float, started: float, out: list[tuple[float, bool, str]]) -> None:
     """A cheap stateless read every 0.25 s through the balancer: the service is up when it answers."""
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
-               p.VERSION_HEADER: MODERN, p.METHOD_HEADER: "tools/call", p.NAME_HEADER: "brain_list_projects"}
+               p.VERSION_HEADER: MODERN, p.METHOD_HEADER: "tools/call", p.NAME_HEADER: "brain_list_projects",
+               "X-Brain-Probe": "1"}  # first in HAProxy's queue (cluster_procs.HAPROXY_CFG)
     meta = {p.PROTOCOL_VERSION_META_KEY: MODERN, p.CLIENT_CAPABILITIES_META_KEY: {},
             p.CLIENT_INFO_META_KEY: {"name": "cluster-probe", "version": "1"}}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
