@@ -59,7 +59,7 @@ backend replicas
     # The recovery probe jumps the queue: 40 agents with no think time keep every replica saturated and
     # requests wait seconds in this queue, which would time the probe out on a healthy cluster. It still
     # goes through a replica and the database, so it measures whether the service answers, not the queue.
-    http-request set-priority-class int(-10) if { req.hdr(X-Brain-Probe) -m found }
+    http-request set-priority-class int(-10) if {{ req.hdr(X-Brain-Probe) -m found }}
     http-response set-header X-Brain-Replica %[srv_name]
 {servers}
 """
