@@ -65,6 +65,20 @@ backend replicas
 """
 
 
+def haproxy_config(port: int, replica_ports: list[int], threads: int) -> str:
+    slots = 2 * threads - 1  # 2 gunicorn workers x threads, one left for the health check
+    # `observe layer4 ... mark-down`: the first refused connection from real traffic takes a dead replica
+    # out at once instead of after its failed health checks, when every request routed to it would fail.
+    servers = "\n".join(f"    server web{i + 1} 127.0.0.1:{replica} maxconn {slots} check inter 1s fall 3 rise 2 "
+                        "observe layer4 error-limit 1 on-error mark-down"
+                        for i, replica in enumerate(replica_ports))
+    return HAPROXY_CFG.format(port=port, servers=servers)
+
+
+def haproxy_exe() -> str:
+    return shutil.which("haproxy") or "/usr/sbin/haproxy"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -241,15 +255,9 @@ class Topology:
 
     def _start_haproxy(self) -> None:
         self.lb_port = free_port()
-        slots = 2 * self.web_threads - 1  # 2 gunicorn workers x threads, one left for the health check
-        # `observe layer4 ... mark-down`: the first refused connection from real traffic takes a dead replica
-        # out at once instead of after its failed health checks, when every request routed to it would fail.
-        servers = "\n".join(f"    server web{i + 1} 127.0.0.1:{port} maxconn {slots} check inter 1s fall 3 rise 2 "
-                            "observe layer4 error-limit 1 on-error mark-down"
-                            for i, port in enumerate(self.replica_ports))
         cfg = self.root / "haproxy.cfg"
-        cfg.write_text(HAPROXY_CFG.format(port=self.lb_port, servers=servers))
-        haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        cfg.write_text(haproxy_config(self.lb_port, self.replica_ports, self.web_threads))
+        haproxy = haproxy_exe()
         proxy = Proc("haproxy", [haproxy, "-db", "-f", str(cfg)])
         proxy.start(dict(os.environ), self.logs)
         self.others.append(proxy)

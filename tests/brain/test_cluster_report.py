@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 from brain.bench.cluster_agents import Call
+from brain.bench.cluster_procs import haproxy_config, haproxy_exe
 from brain.bench.cluster_report import Fault, cause_of, errors_report, timing_of
 
 FAULTS = [Fault("kill web replica", at=10.0, until=13.0), Fault("stop redis", at=40.0, until=70.0)]
@@ -38,3 +42,11 @@ def test_the_report_counts_each_error_once_and_lists_those_not_in_flight() -> No
     assert report["errors_by_fault_and_cause"] == {
         "kill web replica": {"connection dropped": 1, "HTTP 503 (balancer)": 1}, "no fault": {"HTTP 500 (app)": 1}}
     assert [e["timing"] for e in report["errors_not_in_flight"]] == ["during outage", "outside faults"]
+
+
+def test_the_balancer_config_of_the_bench_is_valid(tmp_path: Path) -> None:
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(haproxy_config(8000, [8001, 8002], threads=4))
+    checked = subprocess.run([haproxy_exe(), "-c", "-f", str(cfg)], capture_output=True, text=True, timeout=30)
+    assert checked.returncode == 0, checked.stderr
+    assert "server web2 127.0.0.1:8002 maxconn 7" in cfg.read_text()
