@@ -83,12 +83,11 @@ def _databases() -> dict[str, dict[str, object]]:
     else:
         server = server_for(DATA_DIR / "pg")
         db = {
-            "ENGINE": "django.db.backends.postgresql",
             "NAME": DATABASE_NAME,
             "USER": SUPERUSER,
             "HOST": str(server.socket_dir),
         }
-    db["ENGINE"] = "django.db.backends.postgresql"
+    db["ENGINE"] = "brain.pg_backend"  # Django's, plus BRAIN_DB_CONNECT_WAIT_S (brain/pg_backend/base.py)
     db["CONN_MAX_AGE"] = env.int("BRAIN_DB_CONN_MAX_AGE", default=60)
     db["CONN_HEALTH_CHECKS"] = True
     # Web replicas set it (brain/gunicorn_conf.py): a stuck query fails the request instead of holding a worker.
@@ -101,6 +100,8 @@ def _databases() -> dict[str, dict[str, object]]:
 
 
 DATABASES = _databases()
+# Web replicas set it (brain/gunicorn_conf.py): a request arriving while PostgreSQL restarts waits for it.
+BRAIN_DB_CONNECT_WAIT_S = env.float("BRAIN_DB_CONNECT_WAIT_S", default=0.0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "projects.User"
 AUTH_PASSWORD_VALIDATORS = [

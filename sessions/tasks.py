@@ -37,8 +37,10 @@ def session_autoskill(self: Task, session_id: str) -> str:
 
 @shared_task(name="sessions.tasks.session_jobs_requeue", acks_late=True)
 def requeue_pending() -> int:
-    """Beat, every minute: send again jobs the broker never got or whose worker died."""
-    return session_jobs_requeue()
+    """Beat, every minute: send again jobs (session jobs, dream runs) the broker never got or whose worker died."""
+    from sessions.services.dream import dream_runs_requeue
+
+    return session_jobs_requeue() + dream_runs_requeue()
 
 
 @shared_task(name="sessions.tasks.cross_session_daily", acks_late=True)
