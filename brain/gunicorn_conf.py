@@ -18,3 +18,6 @@ keepalive = 5
 accesslog = "-"
 # A web request never holds the database longer than this (migrations, benches and jobs are not web requests).
 os.environ.setdefault("BRAIN_DB_STATEMENT_TIMEOUT_MS", "30000")
+# A request that arrives while PostgreSQL restarts waits this long for it instead of failing at once
+# (brain/pg_backend/base.py); a restart or failover takes a few seconds.
+os.environ.setdefault("BRAIN_DB_CONNECT_WAIT_S", "10")

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "brain.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -69,6 +70,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "brain.csp.nonce",
             ],
         },
     },
@@ -81,12 +83,11 @@ def _databases() -> dict[str, dict[str, object]]:
     else:
         server = server_for(DATA_DIR / "pg")
         db = {
-            "ENGINE": "django.db.backends.postgresql",
             "NAME": DATABASE_NAME,
             "USER": SUPERUSER,
             "HOST": str(server.socket_dir),
         }
-    db["ENGINE"] = "django.db.backends.postgresql"
+    db["ENGINE"] = "brain.pg_backend"  # Django's, plus BRAIN_DB_CONNECT_WAIT_S (brain/pg_backend/base.py)
     db["CONN_MAX_AGE"] = env.int("BRAIN_DB_CONN_MAX_AGE", default=60)
     db["CONN_HEALTH_CHECKS"] = True
     # Web replicas set it (brain/gunicorn_conf.py): a stuck query fails the request instead of holding a worker.
@@ -99,6 +100,8 @@ def _databases() -> dict[str, dict[str, object]]:
 
 
 DATABASES = _databases()
+# Web replicas set it (brain/gunicorn_conf.py): a request arriving while PostgreSQL restarts waits for it.
+BRAIN_DB_CONNECT_WAIT_S = env.float("BRAIN_DB_CONNECT_WAIT_S", default=0.0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "projects.User"
 AUTH_PASSWORD_VALIDATORS = [
@@ -157,6 +160,27 @@ MCP_MAX_BODY_BYTES = env.int("BRAIN_MCP_MAX_BODY_BYTES", default=1_000_000)
 MCP_SESSION_IDLE_SECONDS = env.int("BRAIN_MCP_SESSION_IDLE_SECONDS", default=30 * 60)
 MCP_MAX_SESSIONS_PER_TOKEN = env.int("BRAIN_MCP_MAX_SESSIONS_PER_TOKEN", default=50)
 MAX_TOKENS_PER_USER = env.int("BRAIN_MAX_TOKENS_PER_USER", default=50)  # usable (not revoked or expired) tokens
+MCP_SESSION_RETENTION_DAYS = env.int("BRAIN_MCP_SESSION_RETENTION_DAYS", default=7)  # closed sessions, then purged
+
+# Limits (docs/hardening.md). Request rate limits count in Redis (every replica sees the same counts);
+# without one they are off. brain/ratelimit.py RateLimits holds the defaults.
+RATE_LIMIT_REDIS_URL = env.str("BRAIN_RATE_LIMIT_REDIS_URL", default="") or RUNTIME.redis_url or ""
+RATE_LIMIT_KEY_PREFIX = "brain:rl:"
+BRAIN_RATE_LIMITS = {
+    "window_s": env_override("BRAIN_RATE_LIMIT_WINDOW_S", int),
+    "per_token": env_override("BRAIN_RATE_LIMIT_PER_TOKEN", int),
+    "per_address": env_override("BRAIN_RATE_LIMIT_PER_ADDRESS", int),
+}
+# Sign-in and sign-up throttles (projects/services/throttle.py ThrottleSettings holds the defaults).
+BRAIN_THROTTLE = {
+    "login_max_failures": env_override("BRAIN_LOGIN_MAX_FAILURES", int),
+    "login_lockout_minutes": env_override("BRAIN_LOGIN_LOCKOUT_MINUTES", int),
+    "signups_per_address_per_hour": env_override("BRAIN_SIGNUPS_PER_ADDRESS_PER_HOUR", int),
+}
+# Sign-up leaves the account inactive until the link mailed to its address is used (projects/services/signup.py).
+SIGNUP_VERIFY_EMAIL = env.bool("BRAIN_SIGNUP_VERIFY_EMAIL", default=False)
+# How many proxies in front of the app append to X-Forwarded-For (Caddy: 1); 0 trusts REMOTE_ADDR only.
+TRUSTED_PROXY_HOPS = env.int("BRAIN_TRUSTED_PROXY_HOPS", default=0)
 
 LOGGING = {
     "version": 1,

@@ -23,6 +23,7 @@ urlpatterns = [
     path(P + "sessions/<uuid:session_id>/", sessions.session_view, name="dash_session"),
     path(P + "review/", review.review, name="dash_review"),
     path(P + "review/<uuid:proposal_id>/decide", review.proposal_decide, name="dash_proposal_decide"),
+    path(P + "review/rules/<uuid:item_id>/decide", review.member_rule_decide, name="dash_member_rule_decide"),
     path(P + "review/contradictions/<uuid:pair_id>/resolve", review.contradiction_resolve_view,
          name="dash_contradiction_resolve"),
     path(P + "actions/", review.actions, name="dash_actions"),

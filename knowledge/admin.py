@@ -24,14 +24,16 @@ def _staff(request: HttpRequest) -> User:
 
 @admin.register(KnowledgeItem)
 class KnowledgeItemAdmin(admin.ModelAdmin):
-    list_display = ("short", "type", "owner", "project", "confidence", "decay_score", "source", "deleted_at",
-                    "created_at")
-    list_filter = ("type", "source", "stage", ("deleted_at", admin.EmptyFieldListFilter),
+    list_display = ("short", "type", "owner", "project", "confidence", "decay_score", "source", "review_status",
+                    "deleted_at", "created_at")
+    list_filter = ("type", "source", "stage", "review_status", ("deleted_at", admin.EmptyFieldListFilter),
                    ("superseded_by", admin.EmptyFieldListFilter))
     search_fields = ("content", "trigger", "owner__email", "project__name", "=id")
     raw_id_fields = ("owner", "project", "superseded_by")
     exclude = HIDDEN
-    readonly_fields = ("embedding_model", "success_count", "failure_count", "last_used_at", "deleted_at")
+    # Review decisions belong to the org's owners (dashboard or REST), so staff see them but do not make them here.
+    readonly_fields = ("embedding_model", "success_count", "failure_count", "last_used_at", "deleted_at",
+                       "review_status", "reviewed_by", "reviewed_at", "review_supersedes")
     list_select_related = ("owner", "project")
     actions = ("soft_delete", "restore")
 

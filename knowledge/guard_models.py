@@ -62,6 +62,12 @@ class DreamRun(TimestampedModel):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     scope = models.CharField(max_length=60)
     reason = models.CharField(max_length=40)
+    # The run is its own outbox: it commits with the session end, and its two jobs are sent afterwards.
+    # enqueued_at stays empty while the broker is unreachable (a beat sweep sends it later); each job
+    # stamps its own *_at in the transaction that writes its result, so a re-sent message runs it once.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    evolved_at = models.DateTimeField(null=True, blank=True)
+    decayed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["scope", "-created_at"], name="dream_run_scope_recent")]
@@ -70,7 +76,7 @@ class DreamRun(TimestampedModel):
 class GuardRuleVersion(models.Model):
     """A counter per scope (`project:<uuid>`, or `owner:<uuid>` for an owner's project-less rules) that
     database triggers bump whenever a guard rule of that scope is added, changed or removed (migration
-    0007_j14_guard_rule_version). The guard's compiled-rule cache compares it (two primary-key reads) instead
+    0009_j14_guard_rule_version). The guard's compiled-rule cache compares it (two primary-key reads) instead
     of aggregating every rule on each check."""
 
     scope = models.CharField(max_length=60, primary_key=True)

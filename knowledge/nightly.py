@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from brain.errors import ValidationFailed
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import KnowledgeItem, KnowledgeType, review_clear
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ class NightlyScope:
 
     def items(self) -> QuerySet[KnowledgeItem]:
         """The scope's rows that nightly jobs look at: not deleted, not action items (tasks, not rules)."""
-        return KnowledgeItem.objects.filter(self.filter(), deleted_at__isnull=True).exclude(
+        # Rows held for review stay out of merges, decay and health until an owner approves them.
+        return KnowledgeItem.objects.filter(self.filter(), review_clear(), deleted_at__isnull=True).exclude(
             type=KnowledgeType.ACTION_ITEM
         )
 

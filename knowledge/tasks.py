@@ -9,6 +9,7 @@ from celery import shared_task
 from brain.logs import log_op
 from knowledge.nightly import NightlyScope, nightly_scopes, parse_as_of
 from knowledge.services.decay import decay_scope_run
+from knowledge.services.dream_runs import dream_job_run
 from knowledge.services.evolution import evolution_scope_run
 
 logger = logging.getLogger(__name__)
@@ -18,14 +19,20 @@ _SCOPE_TASK = {"acks_late": True, "reject_on_worker_lost": True, "autoretry_for"
 
 
 @shared_task(name="knowledge.tasks.decay_scope", **_SCOPE_TASK)
-def decay_scope(scope: str, as_of: str) -> int:
-    """Decay of one project (or one owner's personal rows) as of a fixed instant; rerunning changes nothing."""
+def decay_scope(scope: str, as_of: str, run_id: str | None = None) -> int | str:
+    """Decay of one project (or one owner's personal rows) as of a fixed instant; rerunning changes nothing.
+    With `run_id` (a dream run) it runs once per run however often the message arrives."""
+    if run_id:
+        return dream_job_run(run_id=run_id, job="decay", work=lambda s, at: decay_scope_run(scope=s, as_of=at).changed)
     return decay_scope_run(scope=NightlyScope.parse(scope), as_of=parse_as_of(as_of)).changed
 
 
 @shared_task(name="knowledge.tasks.evolve_scope", **_SCOPE_TASK)
-def evolve_scope(scope: str, as_of: str) -> int:
-    """Evolution of one scope as of a fixed instant."""
+def evolve_scope(scope: str, as_of: str, run_id: str | None = None) -> int | str:
+    """Evolution of one scope as of a fixed instant; with `run_id`, once per dream run."""
+    if run_id:
+        return dream_job_run(run_id=run_id, job="evolve",
+                             work=lambda s, at: evolution_scope_run(scope=s, as_of=at).merged)
     return evolution_scope_run(scope=NightlyScope.parse(scope), as_of=parse_as_of(as_of)).merged
 
 

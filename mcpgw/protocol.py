@@ -42,6 +42,8 @@ NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "
 
 # Our own transport-level code, as MCP servers commonly use it: no/unknown session, auth failures.
 SESSION_ERROR = -32001
+# Too many requests (HTTP 429): data.retryAfterSeconds says when to retry. In the implementation-defined range.
+RATE_LIMITED = -32029
 # The handshake era's "resource not found" (the stateless era uses INVALID_PARAMS with data.uri).
 LEGACY_RESOURCE_NOT_FOUND = -32002
 

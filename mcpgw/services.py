@@ -95,3 +95,14 @@ def mcp_sessions_sweep(*, now: datetime | None = None) -> int:
         # Conditional UPDATE inside _close: two sweepers racing log each session once.
         swept += _close(session, reason="idle", now=now)
     return swept
+
+
+def mcp_sessions_purge(*, now: datetime | None = None) -> int:
+    """Deletes sessions closed longer ago than BRAIN_MCP_SESSION_RETENTION_DAYS (their ids can never be used
+    again; logs and the close line already hold what they did); logs how many."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.MCP_SESSION_RETENTION_DAYS)
+    deleted, _ = McpSession.objects.filter(closed_at__lt=cutoff).delete()
+    if deleted:
+        log_op(logger, "mcp.sessions.purged", count=deleted, retentionDays=settings.MCP_SESSION_RETENTION_DAYS)
+    return deleted

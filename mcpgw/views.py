@@ -10,6 +10,8 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from brain.addresses import client_address
+from brain.ratelimit import rate_limit_hit
 from mcpgw import era_legacy, era_modern
 from mcpgw import protocol as p
 from mcpgw.auth import bearer_raw, bearer_token, bound_session, origin_allowed, usable_token
@@ -23,7 +25,7 @@ def rpc_error_response(exc: p.RpcError, request_id: Any = None) -> JsonResponse:
     response = JsonResponse(exc.body(request_id), status=exc.status)
     if exc.status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="External Brain"'
-    if exc.status == 503 and isinstance(exc.data, dict) and "retryAfterSeconds" in exc.data:
+    if exc.status in (429, 503) and isinstance(exc.data, dict) and "retryAfterSeconds" in exc.data:
         response["Retry-After"] = str(exc.data["retryAfterSeconds"])
     return response
 
@@ -56,7 +58,17 @@ def _decode(body: bytes) -> dict[str, Any]:
     return message
 
 
+def _rate_limit(request: HttpRequest) -> None:
+    """RpcError 429 when this token or client address is over its request rate (brain/ratelimit.py)."""
+    scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
+    credential = raw.strip() if scheme.lower() == "bearer" else ""
+    limited = rate_limit_hit(credential=credential or None, address=client_address(request), path=request.path)
+    if limited is not None:
+        raise p.RpcError(p.RATE_LIMITED, limited.message, status=429, data=limited.details())
+
+
 def _delete(request: HttpRequest) -> HttpResponse:
+    _rate_limit(request)
     token = bearer_token(request)
     session = bound_session(request, token)
     mcp_session_close(session=session)
@@ -64,12 +76,17 @@ def _delete(request: HttpRequest) -> HttpResponse:
 
 
 def _post(request: HttpRequest) -> HttpResponse:
-    raw = bearer_raw(request)
     try:
         message = _decode(_read_body(request))
     except p.RpcError:
-        usable_token(request, raw)  # a bad token answers 401 before a bad body is looked at
+        _rate_limit(request)  # counted too: a flood of broken bodies is still a flood
+        usable_token(request, bearer_raw(request))  # a bad token answers 401 before a bad body is looked at
         raise
+    try:
+        _rate_limit(request)
+    except p.RpcError as exc:
+        return rpc_error_response(exc, message.get("id"))  # the caller can match the refusal to its request
+    raw = bearer_raw(request)
     if era_modern.applies(request, message):
         return era_modern.handle(request, usable_token(request, raw), message)
     # The handshake era authenticates itself: a tools/call reads token and session in one round trip.

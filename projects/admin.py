@@ -3,6 +3,7 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from projects.forms import ThrottledAdminLoginForm
 from projects.models import (
     ApiToken,
     AuditEvent,
@@ -15,6 +16,9 @@ from projects.models import (
     User,
 )
 from projects.services.accounts import token_revoke
+
+# /admin/login/ counts failures and locks out exactly as the dashboard's sign-in does.
+admin.site.login_form = ThrottledAdminLoginForm
 
 
 @admin.register(User)
@@ -39,7 +43,8 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Org)
 class OrgAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "personal_for", "created_at")
+    list_display = ("name", "slug", "personal_for", "require_member_review", "created_at")
+    list_filter = ("require_member_review",)
     search_fields = ("name", "slug")
     raw_id_fields = ("personal_for",)
     inlines = [MembershipInline]

@@ -6,21 +6,31 @@ from datetime import timedelta
 from typing import Any, cast
 
 from django import forms
+from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import password_validation
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from django.utils import timezone
 
+from brain.addresses import client_address
 from projects.models import ORG_NAME_MAX, TOKEN_LABEL_MAX, Membership, Project, User
+from projects.services.signup import signup_pending_exists
 from projects.services.throttle import login_blocked_for, login_failure_record, login_success_record
 
 EXPIRY_CHOICES = [("", "Never"), ("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year")]
 
 
 def client_ip(request: HttpRequest | None) -> str | None:
-    # REMOTE_ADDR only: X-Forwarded-For is client-controlled unless a trusted proxy rewrites it.
-    return request.META.get("REMOTE_ADDR") if request is not None else None
+    # REMOTE_ADDR, or the X-Forwarded-For entry of a trusted proxy (BRAIN_TRUSTED_PROXY_HOPS).
+    return client_address(request)
+
+
+def wait_text(wait: timedelta) -> str:
+    minutes = max(1, -(-int(wait.total_seconds()) // 60))  # rounded up: never "try in 0 minutes"
+    until = (timezone.now() + wait).strftime("%H:%M UTC")
+    return f"Try again in {minutes} minute(s) (after {until})"
 
 
 class SignUpForm(forms.Form):
@@ -32,6 +42,8 @@ class SignUpForm(forms.Form):
 
     def clean_email(self) -> str:
         email = self.cleaned_data["email"].strip().lower()
+        if settings.SIGNUP_VERIFY_EMAIL and signup_pending_exists(email=email):
+            return email  # signed up, never verified: signing up again sends a new link
         if User.objects.filter(email=email).exists():
             raise ValidationError("An account with this e-mail address exists already. Sign in instead.")
         return email
@@ -46,26 +58,35 @@ class SignUpForm(forms.Form):
         return data
 
 
-class ThrottledLoginForm(AuthenticationForm):
-    """Django's sign-in form, refusing attempts while the account or client IP is locked out."""
+class ThrottledMixin:
+    """Refuses sign-in attempts while the account (from this address) or the address is locked out, even
+    with the right password; counts each failure (projects/services/throttle.py)."""
+
+    request: HttpRequest | None
+    cleaned_data: dict[str, Any]
 
     def clean(self) -> dict[str, Any]:
         email = (self.cleaned_data.get("username") or "").strip().lower()
         ip = client_ip(self.request)
         wait = login_blocked_for(email=email, ip=ip)
         if wait is not None:
-            minutes = max(1, round(wait.total_seconds() / 60))
-            raise ValidationError(
-                f"Too many failed sign-ins. Try again in {minutes} minute(s), or reset your password.",
-                code="throttled",
-            )
+            raise ValidationError(f"Too many failed sign-ins. {wait_text(wait)}, or reset your password.",
+                                  code="throttled")
         try:
-            data = super().clean()
+            data: dict[str, Any] = super().clean()  # type: ignore[misc]
         except ValidationError:
             login_failure_record(email=email, ip=ip)
             raise
-        login_success_record(email=email)
+        login_success_record(email=email, ip=ip)
         return data
+
+
+class ThrottledLoginForm(ThrottledMixin, AuthenticationForm):
+    """The dashboard's sign-in form."""
+
+
+class ThrottledAdminLoginForm(ThrottledMixin, AdminAuthenticationForm):
+    """/admin/login/: the same throttle as the dashboard (one counter per account and address for both)."""
 
 
 class TokenMintForm(forms.Form):

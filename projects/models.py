@@ -67,6 +67,11 @@ class Org(TimestampedModel):
     personal_for = models.OneToOneField(
         User, null=True, blank=True, on_delete=models.CASCADE, related_name="personal_org"
     )
+    # When on, a rule a non-owner member teaches into this org's projects waits for an owner's approval
+    # before anyone else can retrieve it or have it injected (knowledge.services.review).
+    require_member_review = models.BooleanField(
+        default=False, db_default=False, help_text="hold rules taught by non-owner members until an owner approves"
+    )
 
     def __str__(self) -> str:
         return self.name
@@ -185,6 +190,9 @@ class AuditAction(models.TextChoices):
     KNOWLEDGE_SUPERSEDED = "knowledge.superseded", "Knowledge superseded"
     KNOWLEDGE_PROMOTED = "knowledge.promoted", "Knowledge promoted to your scope"
     PROPOSAL_APPROVED = "proposal.approved", "Proposal approved"
+    ORG_REVIEW_SET = "org.review_set", "Member rule review switched"
+    KNOWLEDGE_APPROVED = "knowledge.approved", "Member rule approved"
+    KNOWLEDGE_REJECTED = "knowledge.rejected", "Member rule rejected"
 
 
 class AuditEvent(models.Model):

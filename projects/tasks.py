@@ -8,13 +8,15 @@ from celery import shared_task
 
 from brain.logs import log_op
 from projects.services.idempotency import idempotency_keys_purge
+from projects.services.throttle import login_throttles_purge
 
 logger = logging.getLogger("projects")
 
 
 @shared_task(name="projects.purge_expired")
 def purge_expired() -> int:
-    """Hourly (beat): delete expired idempotency keys; logs how many."""
+    """Hourly (beat): delete expired idempotency keys and stale sign-in/sign-up throttle rows; logs how many."""
     keys = idempotency_keys_purge()
-    log_op(logger, "purge.expired", idempotencyKeys=keys)
-    return keys
+    throttles = login_throttles_purge()
+    log_op(logger, "purge.expired", idempotencyKeys=keys, throttleRows=throttles)
+    return keys + throttles

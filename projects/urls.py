@@ -10,6 +10,7 @@ _T = "accounts/"
 
 _accounts = [
     path("signup/", accounts.signup, name="signup"),
+    path("signup/verify/<uidb64>/<token>/", accounts.signup_verify, name="signup_verify"),
     path("login/", auth_views.LoginView.as_view(
         template_name=_T + "login.html", authentication_form=ThrottledLoginForm, redirect_authenticated_user=True,
     ), name="login"),
@@ -20,7 +21,7 @@ _accounts = [
     path("password/change/done/", auth_views.PasswordChangeDoneView.as_view(
         template_name=_T + "password_change_done.html",
     ), name="password_change_done"),
-    path("password/reset/", auth_views.PasswordResetView.as_view(
+    path("password/reset/", accounts.PasswordResetView.as_view(
         template_name=_T + "password_reset.html", email_template_name=_T + "password_reset_email.txt",
         subject_template_name=_T + "password_reset_subject.txt", success_url=reverse_lazy("password_reset_done"),
     ), name="password_reset"),
@@ -40,6 +41,7 @@ urlpatterns = [
     path("orgs/", orgs.org_list, name="org_list"),
     path("orgs/<slug:slug>/", orgs.org_detail, name="org_detail"),
     path("orgs/<slug:slug>/invite", orgs.org_invite, name="org_invite"),
+    path("orgs/<slug:slug>/review", orgs.org_review_toggle, name="org_review_toggle"),
     path("orgs/<slug:slug>/invitations/<uuid:invitation_id>/revoke", orgs.org_invitation_revoke,
          name="org_invitation_revoke"),
     path("orgs/<slug:slug>/members/<uuid:membership_id>/role", orgs.org_member_role, name="org_member_role"),

@@ -37,8 +37,10 @@ def session_autoskill(self: Task, session_id: str) -> str:
 
 @shared_task(name="sessions.tasks.session_jobs_requeue", acks_late=True)
 def requeue_pending() -> int:
-    """Beat, every minute: send again jobs the broker never got or whose worker died."""
-    return session_jobs_requeue()
+    """Beat, every minute: send again jobs (session jobs, dream runs) the broker never got or whose worker died."""
+    from sessions.services.dream import dream_runs_requeue
+
+    return session_jobs_requeue() + dream_runs_requeue()
 
 
 @shared_task(name="sessions.tasks.cross_session_daily", acks_late=True)
@@ -47,18 +49,6 @@ def cross_session_daily(as_of: str | None = None) -> int:
     from sessions.services.cross_session import cross_session_run_all
 
     return cross_session_run_all(as_of=as_of)
-
-
-@shared_task(name="sessions.tasks.cross_session_user", acks_late=True)
-def cross_session_user(user_id: str, as_of: str) -> int | None:
-    """The dream cycle's cross-session step: one user's cross-session extract as of the cycle's instant (it
-    skips, creating nothing, when fewer than 2 sessions closed since the last one)."""
-    from knowledge.nightly import parse_as_of
-    from projects.models import User
-    from sessions.services.cross_session import cross_session_run_user
-
-    user = User.objects.filter(pk=user_id, is_active=True).first()
-    return None if user is None else cross_session_run_user(user=user, as_of=parse_as_of(as_of))
 
 
 @shared_task(name="sessions.tasks.embed_pending_events", acks_late=True)

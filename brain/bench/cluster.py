@@ -18,7 +18,6 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +25,9 @@ import psycopg
 
 from brain.bench.cluster_agents import Agent, Ledger, probe
 from brain.bench.cluster_procs import Topology, _brain_exe
-from brain.bench.lme import percentile
+from brain.bench.cluster_report import Fault, render, summarise
 
 HELP = "run web replicas behind HAProxy, workers, beat, PostgreSQL and Redis; agents over MCP; faults; check writes"
-SETTLE_S = 10.0  # errors this long after a fault ends still belong to it (requests in flight, health checks)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,16 +39,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "stop Redis, during the run")
     parser.add_argument("--redis-down-s", type=float, default=30.0, help="how long Redis stays stopped")
     parser.add_argument("--web-threads", type=int, default=4, help="threads per gunicorn worker (2 workers each)")
-    parser.add_argument("--jobs-wait-s", type=float, default=180.0, help="how long to wait for queued jobs at the end")
+    parser.add_argument("--jobs-wait-s", type=float, default=600.0, help="how long to wait for queued jobs at the "
+                        "end (40 agents for 5 minutes queue about 3000 jobs; one worker drains them in minutes)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs) afterwards")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-@dataclass
-class Fault:
-    name: str
-    at: float  # seconds since the run started
-    until: float = 0.0  # when the component was back (restarted, or Redis running again)
 
 
 def _setup_token(env: dict[str, str]) -> str:
@@ -190,96 +182,6 @@ def check_ledger(url: str, ledger: Ledger) -> dict[str, Any]:
     duplicated = {"events": int(event_dupes[0] if event_dupes else 0),
                   "teaches": int(teach_dupes[0] if teach_dupes else 0)}
     return {"lost": lost, "duplicated": duplicated, "other_tenant_sessions": int(other[0] if other else 0)}
-
-
-def _fault_of(at: float, faults: list[Fault]) -> str:
-    for fault in reversed(faults):
-        if fault.at - 0.5 <= at <= fault.until + SETTLE_S:
-            return fault.name
-    return "no fault"
-
-
-def _recovery(faults: list[Fault], probes: list[tuple[float, bool, str]]) -> dict[str, float]:
-    """Per fault: seconds from its start to the first good probe after the last failed one (0 if none failed)."""
-    out: dict[str, float] = {}
-    for n, fault in enumerate(faults):
-        end = min(fault.until + SETTLE_S, faults[n + 1].at if n + 1 < len(faults) else fault.until + SETTLE_S)
-        window = [(at, ok) for at, ok, _ in probes if fault.at <= at < end]
-        failed = [at for at, ok in window if not ok]
-        if not failed:
-            out[fault.name] = 0.0
-            continue
-        back = next((at for at, ok, _ in probes if ok and at > failed[-1]), failed[-1])
-        out[fault.name] = round(back - fault.at, 2)
-    return out
-
-
-def summarise(ledger: Ledger, faults: list[Fault], probes: list[tuple[float, bool, str]], wall: float,
-              checked: dict[str, Any], jobs: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
-    tools: dict[str, list[float]] = {}
-    replicas: dict[str, int] = {}
-    errors: dict[str, int] = {}
-    samples: dict[str, str] = {}
-    for call in ledger.calls:
-        if call.ok:
-            tools.setdefault(call.tool, []).append(call.ms)
-            replicas[call.replica or "?"] = replicas.get(call.replica or "?", 0) + 1
-        else:
-            where = _fault_of(call.at + call.ms / 1000, faults)  # when it failed, not when it was sent
-            errors[where] = errors.get(where, 0) + 1
-            samples.setdefault(where, f"{call.tool} at {call.at} s: {call.error}")
-    redis = next((f for f in faults if f.name == "stop redis"), None)
-    closes = [c for c in ledger.calls if c.tool == "brain_report_session_outcome" and redis
-              and redis.at <= c.at <= redis.until]
-    recovery = _recovery(faults, probes)
-    probe_failures = [{"at_s": at, "why": why, "fault": _fault_of(at, faults)} for at, ok, why in probes if not ok]
-    lost = sum(checked["lost"].values())
-    duplicated = sum(checked["duplicated"].values())
-    return {
-        "topology": {"web": args.web, "workers": args.workers, "beat": 1, "agents": args.agents,
-                     "minutes": round(wall / 60, 2), "faults": args.faults, "redis_down_s": args.redis_down_s},
-        "acknowledged": ledger.acknowledged(), "lost": lost, "duplicated": duplicated,
-        "errors": sum(errors.values()), "recovery_s": max(recovery.values(), default=0.0),
-        "acknowledged_by_kind": {"sessions": len(ledger.sessions), "closes": len(ledger.closes),
-                                 "events": len(ledger.events), "teaches": len(ledger.teaches)},
-        "lost_by_kind": checked["lost"], "duplicated_by_kind": checked["duplicated"],
-        "other_tenant_sessions": checked["other_tenant_sessions"],
-        "errors_by_fault": errors, "error_samples": samples, "recovery_by_fault_s": recovery,
-        "faults": [{"name": f.name, "at_s": f.at, "back_s": f.until} for f in faults],
-        "probe_failures": probe_failures[:50],
-        "closes_while_redis_down": {"calls": len(closes), "failed": sum(1 for c in closes if not c.ok)},
-        "jobs": jobs, "jobs_not_run": sum(n for s, n in jobs.items() if s not in ("done", "failed")),
-        "calls": len(ledger.calls), "calls_per_s": round(sum(1 for c in ledger.calls if c.ok) / wall, 1),
-        "per_replica_calls_per_s": {name: round(n / wall, 1) for name, n in sorted(replicas.items())},
-        "tools": {name: {"n": len(ms), "p50_ms": percentile(sorted(ms), 50), "p95_ms": percentile(sorted(ms), 95)}
-                  for name, ms in sorted(tools.items())},
-    }
-
-
-def render(report: dict[str, Any]) -> str:
-    t = report["topology"]
-    lines = [f"cluster: {t['web']} web replicas (HAProxy round robin), {t['workers']} worker(s), 1 beat, "
-             f"{t['agents']} agents, {t['minutes']} min, faults={'on' if t['faults'] else 'off'}", "",
-             f"acknowledged writes: {report['acknowledged']} {report['acknowledged_by_kind']}",
-             f"lost: {report['lost']} {report['lost_by_kind']}   duplicated: {report['duplicated']} "
-             f"{report['duplicated_by_kind']}   other tenant's sessions: {report['other_tenant_sessions']}",
-             f"jobs of acknowledged closes: {report['jobs']} (not run: {report['jobs_not_run']})", "",
-             f"throughput: {report['calls_per_s']} calls/s; per replica: {report['per_replica_calls_per_s']}", "",
-             f"{'tool':<32} {'n':>6} {'p50 ms':>9} {'p95 ms':>9}"]
-    for name, row in report["tools"].items():
-        lines.append(f"{name:<32} {row['n']:>6} {row['p50_ms']:>9} {row['p95_ms']:>9}")
-    lines += ["", f"errors: {report['errors']} by fault {report['errors_by_fault']}"]
-    lines += [f"  {where}: {sample}" for where, sample in report["error_samples"].items()]
-    for fault in report["faults"]:
-        lines.append(f"fault {fault['name']:<20} at {fault['at_s']:>6.1f} s, back at {fault['back_s']:>6.1f} s, "
-                     f"service recovered in {report['recovery_by_fault_s'][fault['name']]:.2f} s")
-    if report["faults"]:
-        c = report["closes_while_redis_down"]
-        lines.append(f"session closes while Redis was down: {c['calls']} calls, {c['failed']} failed")
-    lines.append(f"longest recovery: {report['recovery_s']:.2f} s")
-    lines.append(f"database: {report['db_commits_per_s']} commits/s during the run; workers finished "
-                 f"{report['jobs_per_s']} jobs/s")
-    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:

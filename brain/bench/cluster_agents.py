@@ -52,6 +52,12 @@ class CallFailed(Exception):
     pass
 
 
+def http_error(response: httpx.Response) -> str:
+    """`HTTP <status> (app)` when a replica answered (JSON), `(balancer)` when HAProxy did (its own page)."""
+    who = "app" if response.headers.get("content-type", "").startswith("application/json") else "balancer"
+    return f"HTTP {response.status_code} ({who})"
+
+
 class Agent:
     def __init__(self, base: str, token: str, index: int, ledger: Ledger, started: float) -> None:
         self.http = httpx.Client(base_url=base, timeout=60.0, headers={
@@ -93,7 +99,7 @@ class Agent:
             response = self.http.post("/mcp", json=body, headers=headers)
             replica = response.headers.get("X-Brain-Replica", "")
             if response.status_code != 200:
-                error = f"HTTP {response.status_code}"
+                error = http_error(response)
             else:
                 data = response.json()
                 result = data.get("result")
@@ -175,13 +181,14 @@ class Agent:
     def _session_gone(self) -> bool:
         with self.ledger.lock:
             last = next((c for c in reversed(self.ledger.calls) if c.error), None)
-        return bool(last and last.error == "HTTP 404")
+        return bool(last and last.error.startswith("HTTP 404"))
 
 
 def probe(base: str, token: str, until: float, started: float, out: list[tuple[float, bool, str]]) -> None:
     """A cheap stateless read every 0.25 s through the balancer: the service is up when it answers."""
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
-               p.VERSION_HEADER: MODERN, p.METHOD_HEADER: "tools/call", p.NAME_HEADER: "brain_list_projects"}
+               p.VERSION_HEADER: MODERN, p.METHOD_HEADER: "tools/call", p.NAME_HEADER: "brain_list_projects",
+               "X-Brain-Probe": "1"}  # first in HAProxy's queue (cluster_procs.HAPROXY_CFG)
     meta = {p.PROTOCOL_VERSION_META_KEY: MODERN, p.CLIENT_CAPABILITIES_META_KEY: {},
             p.CLIENT_INFO_META_KEY: {"name": "cluster-probe", "version": "1"}}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -193,7 +200,7 @@ def probe(base: str, token: str, until: float, started: float, out: list[tuple[f
             try:
                 response = http.post("/mcp", json=body)
                 ok = response.status_code == 200 and not response.json().get("result", {}).get("isError", True)
-                why = "" if ok else f"HTTP {response.status_code}"
+                why = "" if ok else http_error(response)
             except (httpx.HTTPError, ValueError) as exc:
                 ok, why = False, type(exc).__name__
             out.append((round(at, 2), ok, why))

@@ -26,8 +26,12 @@ from brain.embedded_db import DATABASE_NAME, SUPERUSER, EmbeddedServer, server_f
 
 HAPROXY_CFG = """global
     maxconn 2000
+    # One line per request (timers, termination state, server) in logs/haproxy.log: the cause of each error.
+    log stdout format raw local0
 defaults
     mode http
+    log global
+    option httplog
     timeout connect 2s
     timeout client 120s
     timeout server 120s
@@ -37,9 +41,12 @@ defaults
     # answers its health check and is not taken out of rotation for being busy.
     timeout queue 60s
     # A connection refused by a dead replica is tried again on another one (the request was never sent,
-    # so this cannot duplicate a write); requests already sent are never re-sent.
+    # so this cannot duplicate a write); requests already sent are never re-sent. `redispatch 1` moves every
+    # retry to another replica: with the default (only the last retry) HAProxy 2.6 spent all three retries on
+    # the dead replica within a millisecond and answered 503 to every request routed there until its health
+    # check failed, about 150 errors per replica kill at 40 agents.
     retries 3
-    option redispatch
+    option redispatch 1
     option http-server-close
 frontend brain
     bind 127.0.0.1:{port}
@@ -49,9 +56,27 @@ backend replicas
     # Liveness of the replica itself: /readyz also checks Redis and PostgreSQL, which every replica shares,
     # so a Redis outage would take the whole tier out although closes still succeed (jobs wait in the outbox).
     option httpchk GET /healthz
+    # The recovery probe jumps the queue: 40 agents with no think time keep every replica saturated and
+    # requests wait seconds in this queue, which would time the probe out on a healthy cluster. It still
+    # goes through a replica and the database, so it measures whether the service answers, not the queue.
+    http-request set-priority-class int(-10) if {{ req.hdr(X-Brain-Probe) -m found }}
     http-response set-header X-Brain-Replica %[srv_name]
 {servers}
 """
+
+
+def haproxy_config(port: int, replica_ports: list[int], threads: int) -> str:
+    slots = 2 * threads - 1  # 2 gunicorn workers x threads, one left for the health check
+    # `observe layer4 ... mark-down`: the first refused connection from real traffic takes a dead replica
+    # out at once instead of after its failed health checks, when every request routed to it would fail.
+    servers = "\n".join(f"    server web{i + 1} 127.0.0.1:{replica} maxconn {slots} check inter 1s fall 3 rise 2 "
+                        "observe layer4 error-limit 1 on-error mark-down"
+                        for i, replica in enumerate(replica_ports))
+    return HAPROXY_CFG.format(port=port, servers=servers)
+
+
+def haproxy_exe() -> str:
+    return shutil.which("haproxy") or "/usr/sbin/haproxy"
 
 
 def free_port() -> int:
@@ -230,12 +255,9 @@ class Topology:
 
     def _start_haproxy(self) -> None:
         self.lb_port = free_port()
-        slots = 2 * self.web_threads - 1  # 2 gunicorn workers x threads, one left for the health check
-        servers = "\n".join(f"    server web{i + 1} 127.0.0.1:{port} maxconn {slots} check inter 1s fall 3 rise 2"
-                            for i, port in enumerate(self.replica_ports))
         cfg = self.root / "haproxy.cfg"
-        cfg.write_text(HAPROXY_CFG.format(port=self.lb_port, servers=servers))
-        haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        cfg.write_text(haproxy_config(self.lb_port, self.replica_ports, self.web_threads))
+        haproxy = haproxy_exe()
         proxy = Proc("haproxy", [haproxy, "-db", "-f", str(cfg)])
         proxy.start(dict(os.environ), self.logs)
         self.others.append(proxy)

@@ -119,7 +119,8 @@ def knowledge_teach_view(request: HttpRequest, project_id: uuid.UUID) -> HttpRes
             principal=principal_of(request), rule=form.cleaned_data["rule"], type=form.cleaned_data["type"],
             trigger=form.cleaned_data["trigger"], rationale=form.cleaned_data["rationale"],
             tags=form.tag_list(), project_id=str(project.id),
-        ), ok="Taught. It is injected from the next session on.", form=form)
+        ), ok=lambda t: "Taught. It waits for an owner's review; until then only your sessions get it."
+           if t.item.review_status == "pending" else "Taught. It is injected from the next session on.", form=form)
         if not isinstance(taught, Refused):
             return redirect("dash_knowledge_detail", project_id=project.id, item_id=taught.item.id)
     status = 400 if form.errors else 200

@@ -14,8 +14,10 @@ from dashboard.common import page_context, principal_of, project_of
 from dashboard.forms import RejectForm
 from knowledge.models import Proposal, ProposalKind
 from knowledge.selectors.dashboard import action_items, assignee, contradictions_open, proposals_for
+from knowledge.selectors.review import author_label, review_queue
 from knowledge.services.curate import contradiction_resolve
 from knowledge.services.proposals import proposal_approve, proposal_reject
+from knowledge.services.review import knowledge_review_decide
 from projects.models import User
 from projects.views.attempt import attempt
 
@@ -36,6 +38,7 @@ def review(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
     proposals = proposals_for(principal=principal, project=project)
     context = page_context(
         request, project, "review", proposals=[(p, proposal_patch(p)) for p in proposals],
+        held=[(row, author_label(row.owner)) for row in review_queue(principal=principal, project_id=project.id)],
         contradictions=contradictions_open(principal=principal, project=project), reject_form=RejectForm(),
         decided=proposals_for(principal=principal, project=project, status="approved")[:10],
     )
@@ -56,6 +59,18 @@ def proposal_decide(request: HttpRequest, project_id: uuid.UUID, proposal_id: uu
         reason = form.cleaned_data["reason"] if form.is_valid() else ""
         attempt(request, lambda: proposal_reject(user=user, proposal_id=proposal_id, reason=reason),
                 ok="Rejected; the reason is kept with the proposal.")
+    return redirect("dash_review", project_id=project.id)
+
+
+@login_required
+@require_POST
+def member_rule_decide(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
+    """An owner approves or rejects a member's held rule (the service refuses everyone else)."""
+    project = project_of(request, project_id)
+    approve = request.POST.get("decision") == "approve"
+    attempt(request, lambda: knowledge_review_decide(principal=principal_of(request), item_id=item_id,
+                                                     approve=approve),
+            ok="Approved: the rule now reaches the whole project." if approve else "Rejected: it reaches no one.")
     return redirect("dash_review", project_id=project.id)
 
 

@@ -30,9 +30,11 @@ from knowledge.models import TAG_MAX, KnowledgeItem
 from knowledge.scoring import Weights
 from knowledge.search import QUERY_MAX
 from knowledge.selectors.live import knowledge_live
+from knowledge.selectors.review import review_queue
 from knowledge.selectors.search import knowledge_search
 from knowledge.services.curate import knowledge_delete, knowledge_edit, knowledge_supersede
 from knowledge.services.promote import knowledge_promote
+from knowledge.services.review import knowledge_review_decide
 from knowledge.services.teach import Taught, knowledge_teach
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
@@ -45,6 +47,7 @@ from projects.selectors.accounts import project_visible
 router = Router(tags=["knowledge"])
 ERRORS = {400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope}
 KNOWLEDGE_KEYS = ("-created_at", "-id")
+REVIEW_KEYS = ("created_at", "id")
 
 
 class KnowledgeFilters(TextQuery):
@@ -133,6 +136,40 @@ def create_knowledge(request: HttpRequest, payload: TeachIn) -> Status[TaughtOut
     return Status(201, _taught(taught, principal))
 
 
+class ReviewFilters(TextQuery):
+    projectId: uuid.UUID | None = None  # noqa: N815
+    cursor: str | None = None
+    limit: int | None = None
+
+
+@router.get("/review", response={200: KnowledgePage, **ERRORS}, summary="Members' rules waiting for your review")
+def list_review(request: HttpRequest, filters: Query[ReviewFilters]) -> KnowledgePage:
+    """Pending rows in projects of orgs you own (orgs with `requireMemberReview`), oldest first."""
+    principal = principal_of(request)
+    qs = review_queue(principal=principal, project_id=filters.projectId)
+    page = paginate(qs, keys=REVIEW_KEYS, cursor=filters.cursor, limit=filters.limit)
+    return KnowledgePage(items=[KnowledgeOut.of(r, principal.user.pk) for r in page.items],
+                         nextCursor=page.next_cursor)
+
+
+@router.post("/{knowledge_id}/approve", response={200: KnowledgeOut, **ERRORS},
+             summary="Approve a member's rule (org owners)")
+def approve_knowledge(request: HttpRequest, knowledge_id: uuid.UUID) -> KnowledgeOut:
+    """The row goes live for everyone in its project; a row it supersedes is retired now."""
+    principal = principal_of(request)
+    row = knowledge_review_decide(principal=principal, item_id=knowledge_id, approve=True)
+    return KnowledgeOut.of(row, principal.user.pk)
+
+
+@router.post("/{knowledge_id}/reject", response={200: KnowledgeOut, **ERRORS},
+             summary="Reject a member's rule (org owners)")
+def reject_knowledge(request: HttpRequest, knowledge_id: uuid.UUID) -> KnowledgeOut:
+    """The row never reaches anyone; its author still sees it, marked rejected."""
+    principal = principal_of(request)
+    row = knowledge_review_decide(principal=principal, item_id=knowledge_id, approve=False)
+    return KnowledgeOut.of(row, principal.user.pk)
+
+
 def _live_row(principal: Principal, knowledge_id: uuid.UUID) -> KnowledgeItem:
     """A row the caller can read; a project-scoped token reaching for its user's project-less rows may read
     them but not change them (the curation services refuse that with FORBIDDEN_PROJECT)."""
@@ -177,7 +214,8 @@ def supersede_knowledge(request: HttpRequest, knowledge_id: uuid.UUID, payload: 
         trigger=old.trigger if payload.trigger is None else payload.trigger,
         rationale=old.rationale if payload.rationale is None else payload.rationale,
     )
-    return Status(201, _taught(Taught(new, old.id), principal))
+    # A member's successor waiting for review retires the old row only when approved.
+    return Status(201, _taught(Taught(new, None if new.review_supersedes else old.id), principal))
 
 
 @router.post("/{knowledge_id}/promote", response={200: KnowledgeOut, **ERRORS},

@@ -40,6 +40,8 @@ class KnowledgeOut(Schema):
     lastUsedAt: datetime | None
     createdAt: datetime
     updatedAt: datetime
+    reviewStatus: Literal["pending", "approved", "rejected"] | None = Field(None, description=(
+        "pending: a member's rule waiting for an org owner (only its author sees it); null: no review needed"))
 
     @staticmethod
     def fields_of(row: KnowledgeItem, user_id: Any) -> dict[str, Any]:
@@ -49,7 +51,7 @@ class KnowledgeOut(Schema):
             "source": row.source, "stage": row.stage or None, "confidence": row.confidence,
             "successCount": row.success_count, "failureCount": row.failure_count, "framework": row.framework,
             "language": row.language, "lastUsedAt": row.last_used_at, "createdAt": row.created_at,
-            "updatedAt": row.updated_at,
+            "updatedAt": row.updated_at, "reviewStatus": row.review_status or None,
         }
 
     @staticmethod
@@ -73,13 +75,15 @@ class KnowledgeHitOut(Schema):
     projectId: uuid.UUID | None
     score: float
     why: dict[str, float] = Field(description="the score's terms (explain=true)")
+    author: str | None = Field(None, description=(
+        "who taught it when it is another member (their confidence counts at 0.8 for you); null: your own"))
 
     @staticmethod
     def of(hit: KnowledgeHit) -> KnowledgeHitOut:
         return KnowledgeHitOut(
             id=hit.id, type=hit.type, trigger=hit.trigger, rule=hit.content, rationale=hit.rationale,
             confidence=hit.confidence, tags=hit.tags, projectId=hit.project_id, score=hit.score,
-            why={k: float(v) for k, v in hit.explain.items()},
+            why={k: float(v) for k, v in hit.explain.items()}, author=hit.author or None,
         )
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from django.db.models import Case, IntegerField, QuerySet, Value, When
 
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import KnowledgeItem, KnowledgeType, review_clear
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible, projects_visible
 
@@ -30,7 +30,7 @@ def action_items_for(
     blocker_first = Case(When(tags__contains=["blocker"], then=Value(0)), default=Value(1),
                          output_field=IntegerField())
     qs = KnowledgeItem.objects.filter(
-        project__in=projects, type=KnowledgeType.ACTION_ITEM, superseded_by__isnull=True,
+        review_clear(), project__in=projects, type=KnowledgeType.ACTION_ITEM, superseded_by__isnull=True,
         tags__contains=[f"for:{principal.user.email.strip().lower()}"], deleted_at__isnull=status == "open",
     ).annotate(blocker_rank=blocker_first)
     return qs.order_by(*ORDER[status])

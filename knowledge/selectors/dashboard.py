@@ -22,6 +22,7 @@ from knowledge.models import (
     PeerCard,
     Proposal,
     ProposalStatus,
+    review_clear,
 )
 from projects.models import Project, User
 from projects.scope import Principal
@@ -41,7 +42,9 @@ class KnowledgeFilters:
 
 
 def _in_project(principal: Principal, project: Project) -> Q:
-    return Q(project=project) | Q(project__isnull=True, owner=principal.user)
+    # A row held for review shows only to its author here (owners decide it on the review page).
+    return (Q(project=project) | Q(project__isnull=True, owner=principal.user)) & (
+        review_clear() | Q(owner=principal.user))
 
 
 def knowledge_in_project(*, principal: Principal, project: Project) -> QuerySet[KnowledgeItem]:

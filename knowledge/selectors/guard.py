@@ -25,7 +25,7 @@ from django.db.models import Q
 
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
 from knowledge.guard_models import GuardKind, GuardPattern, GuardRuleVersion, GuardSeverity
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import REVIEW_HELD, KnowledgeItem, KnowledgeType, review_clear
 
 # Cosine similarity at or above which a stored forbidden action warns (MiniLM: paraphrases of one
 # instruction score ~0.65-0.9, unrelated shell commands < 0.45). BRAIN_GUARD_SEMANTIC_THRESHOLD overrides it.
@@ -121,7 +121,8 @@ def _matches(rule: Rule, parsed: ParsedAction) -> bool:
 def guard_scope_filter(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> Q:
     """Guard rules of one project plus the owner's own project-less ones."""
     mine = Q(knowledge__owner_id=owner_id, knowledge__project__isnull=True)
-    live = Q(knowledge__deleted_at__isnull=True, knowledge__superseded_by__isnull=True)
+    live = Q(knowledge__deleted_at__isnull=True, knowledge__superseded_by__isnull=True) & ~Q(
+        knowledge__review_status__in=REVIEW_HELD)
     return (Q(knowledge__project_id=project_id) | mine if project_id else mine) & live
 
 
@@ -131,8 +132,8 @@ def _state_sql() -> str:
     # Table names come from the models; every value is a parameter.
     return (f"SELECT (SELECT COALESCE(SUM(version), 0) FROM {versions} WHERE scope = ANY(%(scopes)s)), "  # noqa: S608
             f"EXISTS (SELECT 1 FROM {items} WHERE type = %(anti)s AND deleted_at IS NULL "
-            "AND superseded_by_id IS NULL AND (project_id = %(project)s OR (owner_id = %(owner)s "
-            "AND project_id IS NULL)))")
+            "AND superseded_by_id IS NULL AND NOT (review_status = ANY(%(held)s)) "
+            "AND (project_id = %(project)s OR (owner_id = %(owner)s AND project_id IS NULL)))")
 
 
 def scope_state(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> tuple[int, bool]:
@@ -143,7 +144,7 @@ def scope_state(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> tuple[i
     the ORM equivalents cost several times the query itself."""
     scopes = [f"owner:{owner_id}"] + ([f"project:{project_id}"] if project_id else [])
     params = {"scopes": scopes, "anti": KnowledgeType.ANTI_PRINCIPLE.value, "project": project_id,
-              "owner": owner_id}
+              "owner": owner_id, "held": list(REVIEW_HELD)}
     with connection.cursor() as cursor:
         cursor.execute(_state_sql(), params)
         row = cursor.fetchone()
@@ -277,8 +278,8 @@ def semantic_warnings(*, owner_id: uuid.UUID, project_ids: Sequence[uuid.UUID], 
     """(id, warning) for stored forbidden actions close in meaning to `action`; empty when embeddings are off.
     `known_present`: the caller already saw that the scope stores some (scope_state)."""
     scope = Q(project_id__in=list(project_ids)) | Q(owner_id=owner_id, project__isnull=True)
-    forbidden = KnowledgeItem.objects.filter(scope, type=KnowledgeType.ANTI_PRINCIPLE, deleted_at__isnull=True,
-                                             superseded_by__isnull=True)
+    forbidden = KnowledgeItem.objects.filter(scope, review_clear(), type=KnowledgeType.ANTI_PRINCIPLE,
+                                             deleted_at__isnull=True, superseded_by__isnull=True)
     if not known_present and not forbidden.exists():  # nothing to compare with: skip embedding the action
         return []
     try:

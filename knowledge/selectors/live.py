@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from brain.errors import ValidationFailed
 from brain.text import text_storable
-from knowledge.models import KnowledgeItem, KnowledgeType, PeerCard, SkillStage
+from knowledge.models import KnowledgeItem, KnowledgeType, PeerCard, SkillStage, review_clear, review_usable_by
 from knowledge.scoring import Context, Weights, rescore_candidates
 from knowledge.search import hybrid_candidates
-from knowledge.selectors.search import KNOWLEDGE_TABLE, fusion_from_settings, knowledge_scope
+from knowledge.selectors.search import KNOWLEDGE_TABLE, OTHERS_CONFIDENCE, fusion_from_settings, knowledge_scope
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible
 
@@ -26,10 +26,12 @@ _SKILL_COLUMNS = ("t.id, t.type, t.trigger, t.content, t.rationale, t.stage, t.c
 
 
 def knowledge_live(*, principal: Principal) -> QuerySet[KnowledgeItem]:
-    """Rows the caller may read: visible projects' rows plus their own project-less rows, not retired."""
+    """Rows the caller may read: visible projects' rows plus their own project-less rows, not retired; a row
+    held for review (pending or rejected) only for its author."""
     visible = projects_visible(principal=principal).values("id")
     return KnowledgeItem.objects.filter(
         Q(project__in=visible) | Q(project__isnull=True, owner=principal.user),
+        review_clear() | Q(owner=principal.user),
         deleted_at__isnull=True, superseded_by__isnull=True,
     )
 
@@ -75,16 +77,21 @@ def peer_card_of(*, principal: Principal) -> PeerCardView:
 
 
 def user_style(*, principal: Principal) -> UserStyle:
-    """Peer card plus up to 30 reflexes at confidence >= 0.7, highest first."""
-    reflexes = knowledge_live(principal=principal).filter(
-        type=KnowledgeType.REFLEX, confidence__gte=REFLEX_MIN_CONFIDENCE
-    ).order_by("-confidence", "-created_at", "id")[:MAX_REFLEXES]
-    return UserStyle(peer_card=peer_card_of(principal=principal), reflexes=list(reflexes))
+    """Peer card plus up to 30 reflexes at confidence >= 0.7, highest first; another member's reflex is shown at
+    OTHERS_CONFIDENCE of its stored confidence (as retrieval counts it; the row itself is not changed)."""
+    reflexes = list(knowledge_live(principal=principal).filter(
+        review_usable_by(principal.user), type=KnowledgeType.REFLEX, confidence__gte=REFLEX_MIN_CONFIDENCE
+    ).order_by("-confidence", "-created_at", "id")[:MAX_REFLEXES])
+    for row in reflexes:
+        if row.owner_id != principal.user.pk:
+            row.confidence = round(row.confidence * OTHERS_CONFIDENCE, 4)
+    return UserStyle(peer_card=peer_card_of(principal=principal), reflexes=reflexes)
 
 
 def skills_active(*, principal: Principal, limit: int = 50) -> list[KnowledgeItem]:
     """Skills mature enough to offer (knowledge and wisdom stages), most confident first."""
-    rows = knowledge_live(principal=principal).filter(stage__in=OFFERED_STAGES).exclude(
+    rows = knowledge_live(principal=principal).filter(
+        review_usable_by(principal.user), stage__in=OFFERED_STAGES).exclude(
         type=KnowledgeType.ACTION_ITEM).order_by("-confidence", "-created_at", "id")[:limit]
     return list(rows)
 

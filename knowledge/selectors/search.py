@@ -12,13 +12,16 @@ from django.utils import timezone
 from brain.config import overridden
 from brain.text import text_storable
 from knowledge.injection import DEFAULT_BUDGET
-from knowledge.models import DECAY_FLOOR, KnowledgeType
+from knowledge.models import DECAY_FLOOR, REVIEW_USABLE_SQL, KnowledgeType
 from knowledge.scoring import Context, Weights, cut, rescore_candidates
-from knowledge.search import Fusion, Mode, Scope, hybrid_candidates
+from knowledge.search import CandidateSet, Fusion, Mode, Scope, hybrid_candidates
+from knowledge.selectors.review import author_labels
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible, projects_visible
 
 KNOWLEDGE_TABLE = "knowledge_knowledgeitem"
+# The share of its stored confidence another member's row has for a viewer (see `others_discounted`).
+OTHERS_CONFIDENCE = 0.8
 _COLUMNS = (
     "t.id, t.owner_id, t.project_id, t.type, t.trigger, t.content, t.rationale, t.tags, t.source, t.stage, "
     "t.confidence, t.success_count, t.failure_count, t.decay_score, t.last_used_at, t.created_at, "
@@ -38,6 +41,8 @@ class KnowledgeHit:
     project_id: uuid.UUID | None
     score: float
     explain: dict[str, Any]
+    owner_id: uuid.UUID | None = None
+    author: str = ""  # who taught it, when not the caller (injections show it under "From your team")
 
 
 @dataclass
@@ -67,6 +72,15 @@ def injection_budget() -> int:
     return DEFAULT_BUDGET if value is None else int(value)
 
 
+def others_discounted(found: CandidateSet, *, viewer_id: uuid.UUID) -> None:
+    """Another member's row counts at OTHERS_CONFIDENCE of its stored confidence for this viewer (its author
+    still sees the stored value): at equal relevance the viewer's own rules come first, and a colleague's rule
+    never reaches the viewer at full confidence."""
+    for cand in found.candidates:
+        if cand.row.get("owner_id") not in (None, viewer_id):
+            cand.row["confidence"] = round(float(cand.row["confidence"]) * OTHERS_CONFIDENCE, 4)
+
+
 def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None = None) -> Scope:
     """Rows the caller may retrieve: visible projects' rows plus the caller's own project-less rows,
     narrowed to one visible project when given; never deleted, superseded, decayed out or action items."""
@@ -78,6 +92,7 @@ def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None 
         "(t.project_id = ANY(%(scope_projects)s::uuid[]) OR (t.project_id IS NULL AND t.owner_id = %(scope_user)s))"
         " AND t.deleted_at IS NULL AND t.superseded_by_id IS NULL AND t.type <> 'action_item'"
         " AND (t.decay_score > %(decay_floor)s OR t.type = 'decision')"
+        f" AND {REVIEW_USABLE_SQL}"  # a member's rule waiting for review reaches only its author
     )
     params = {"scope_projects": project_ids, "scope_user": principal.user.id,
               "decay_floor": decay_floor()}
@@ -99,12 +114,16 @@ def knowledge_search(
         table=KNOWLEDGE_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,
         fusion=fusion or fusion_from_settings(),
     )
+    others_discounted(found, viewer_id=principal.user.pk)
     context = Context(framework=framework, language=language, project_id=_uuid_or_none(project_id))
     scored = [
         (score, row["type"], _hit(row, score, terms if explain else {}))
         for score, terms, row in rescore_candidates(found, context=context, weights=weights, now=timezone.now())
     ]
     hits = cut(scored, floor=weights.floor, max_per_type=weights.max_per_type, limit=limit)
+    labels = author_labels(owner_ids=[h.owner_id for h in hits if h.owner_id], viewer=principal.user)
+    for hit in hits:
+        hit.author = labels.get(hit.owner_id, "") if hit.owner_id else ""
     return KnowledgeSearchResult(hits=hits, retrieval=found.retrieval, notice=found.notice,
                                  meta={"timings_ms": found.timings_ms})
 
@@ -117,7 +136,7 @@ def _hit(row: dict[str, Any], score: float, explain: dict[str, Any]) -> Knowledg
     return KnowledgeHit(
         id=row["id"], type=row["type"], trigger=row["trigger"], content=row["content"], rationale=row["rationale"],
         confidence=float(row["confidence"]), tags=list(row["tags"] or []), project_id=row["project_id"],
-        score=round(score, 6), explain=explain,
+        score=round(score, 6), explain=explain, owner_id=row["owner_id"],
     )
 
 

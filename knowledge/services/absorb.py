@@ -14,8 +14,9 @@ from django.db.models.functions import Least
 from pgvector.django import CosineDistance
 
 from brain.logs import log_op
-from knowledge.models import KnowledgeItem
+from knowledge.models import KnowledgeItem, ReviewStatus
 from knowledge.services.create import KnowledgeDraft, _validate, embed_or_none, knowledge_embedding_text
+from knowledge.services.review import review_status_for
 from knowledge.services.skills import skills_promote
 from projects.models import Project, User
 
@@ -61,7 +62,7 @@ def _reinforce(twin: KnowledgeItem, *, promote: bool) -> None:
 def _twin(
     scope: Q, draft: KnowledgeDraft, vector: list[float] | None
 ) -> KnowledgeItem | None:
-    rows = KnowledgeItem.objects.filter(scope, type=draft.type)
+    rows = KnowledgeItem.objects.filter(scope, type=draft.type).exclude(review_status=ReviewStatus.REJECTED)
     if vector is not None:
         return (
             rows.filter(embedding__isnull=False)
@@ -75,6 +76,19 @@ def _twin(
 
 
 ScopedDraft = tuple[Project | None, KnowledgeDraft]
+
+
+def _review_lookup(owner: User) -> Callable[[Project | None], str]:
+    """`review_status_for` once per project (an import may bring thousands of rows into one project)."""
+    known: dict[object, str] = {}
+
+    def review_of(project: Project | None) -> str:
+        key = project.pk if project is not None else None
+        if key not in known:
+            known[key] = review_status_for(author=owner, project=project)
+        return known[key]
+
+    return review_of
 
 
 def knowledge_absorb(
@@ -97,6 +111,7 @@ def knowledge_absorb(
     scope = _dedup_scope(owner, dedup_project)
     elsewhere = _elsewhere_scope(owner, dedup_project) if source_session_id else None
     result = AbsorbResult()
+    review_of = _review_lookup(owner)
     with transaction.atomic():
         for i, (project, draft) in enumerate(drafts):
             vector = vectors[i] if vectors else None
@@ -115,7 +130,7 @@ def knowledge_absorb(
                 content=draft.content.strip(), rationale=draft.rationale.strip(), tags=list(draft.tags),
                 source=draft.source, confidence=draft.confidence, framework=draft.framework,
                 language=draft.language, stage=draft.stage, embedding=vector, embedding_model=model if vector else "",
-                source_session_id=source_session_id,
+                source_session_id=source_session_id, review_status=review_of(project),
                 file_globs=list(draft.file_globs), always_apply=draft.always_apply,
             ))
             result.outcomes.append((True, result.created[-1].id))

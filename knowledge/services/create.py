@@ -13,6 +13,7 @@ from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.embeddings import EmbeddingUnavailable, embed_texts
 from knowledge.models import FILE_GLOB_MAX, FILE_GLOBS_MAX, KnowledgeItem, KnowledgeType
+from knowledge.services.review import review_status_for
 from projects.models import Project, User
 
 logger = logging.getLogger(__name__)
@@ -73,13 +74,14 @@ def knowledge_create_many(
     vectors, model = embed_or_none(
         [knowledge_embedding_text(trigger=d.trigger, content=d.content) for d in drafts], op="knowledge.embed_failed"
     )
+    review = review_status_for(author=owner, project=project)  # every write path: taught, learned, imported
     rows = [
         KnowledgeItem(
             owner=owner, project=project, type=d.type, trigger=d.trigger.strip(), content=d.content.strip(),
             rationale=d.rationale.strip(), tags=list(d.tags), source=d.source, confidence=d.confidence,
             framework=d.framework, language=d.language, stage=d.stage,
             file_globs=list(d.file_globs), always_apply=d.always_apply,
-            embedding=vectors[i] if vectors else None, embedding_model=model,
+            embedding=vectors[i] if vectors else None, embedding_model=model, review_status=review,
         )
         for i, d in enumerate(drafts)
     ]

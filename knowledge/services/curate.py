@@ -18,8 +18,18 @@ from django.utils import timezone
 from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
 from brain.logs import log_op
 from brain.text import text_storable
-from knowledge.models import RULE_MAX, RULE_MIN, TAG_MAX, TAGS_MAX, Contradiction, KnowledgeItem, KnowledgeType
+from knowledge.models import (
+    RULE_MAX,
+    RULE_MIN,
+    TAG_MAX,
+    TAGS_MAX,
+    Contradiction,
+    KnowledgeItem,
+    KnowledgeType,
+    ReviewStatus,
+)
 from knowledge.services.create import KnowledgeDraft, embed_or_none, knowledge_create, knowledge_embedding_text
+from knowledge.services.review import review_status_for
 from projects.models import AuditAction, Membership, User
 from projects.scope import Principal
 from projects.services.audit import audit_record
@@ -62,6 +72,12 @@ def _check(content: str, type: str, confidence: float) -> None:
         raise ValidationFailed(f"confidence must be between 0 and 1; got {confidence}")
 
 
+def _review_again(principal: Principal, item: KnowledgeItem) -> None:
+    # An approved rule rewritten by a non-owner member is a new rule for the project: it waits again.
+    if review_status_for(author=principal.user, project=item.project) == ReviewStatus.PENDING:
+        item.review_status, item.reviewed_by, item.reviewed_at = ReviewStatus.PENDING, None, None
+
+
 def knowledge_edit(
     *, principal: Principal, item_id: uuid.UUID | str, content: str, trigger: str, rationale: str,
     type: str, tags: Sequence[str], confidence: float,
@@ -81,6 +97,7 @@ def knowledge_edit(
         item.type, item.tags, item.confidence = type, clean_tags, confidence
         if text_changed:
             item.embedding, item.embedding_model = (vectors[0], model) if vectors else (None, "")
+            _review_again(principal, item)
         item.save()
     log_op(logger, "knowledge.edit", id=str(item.id)[:8], reembedded=text_changed)
     return item
@@ -100,6 +117,10 @@ def knowledge_supersede(
                                tags=tuple(old.tags), source="edited", confidence=1.0,
                                framework=old.framework, language=old.language)
         new = knowledge_create(owner=principal.user, project=old.project, draft=draft)
+        if new.review_status == ReviewStatus.PENDING:  # the old row stays live for others until an owner approves
+            new.review_supersedes = old.id
+            new.save(update_fields=["review_supersedes", "updated_at"])
+            return new
         old.superseded_by = new
         old.save(update_fields=["superseded_by", "updated_at"])
         audit_record(actor=principal.user, action=AuditAction.KNOWLEDGE_SUPERSEDED, project=old.project,

@@ -16,7 +16,7 @@ from pgvector.django import CosineDistance
 from brain.logs import log_op
 from knowledge.llm import HEURISTIC, LlmUnavailable, complete, configured_model
 from knowledge.llm_json import MalformedReply, parse_json_reply
-from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, KnowledgeType
+from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, KnowledgeType, review_clear
 from knowledge.nightly import NightlyScope
 from knowledge.selectors.search import decay_floor
 
@@ -48,7 +48,7 @@ class EvolutionReport:
 
 
 def _live(scope: NightlyScope) -> Q:
-    return scope.filter() & Q(deleted_at__isnull=True, superseded_by__isnull=True)
+    return scope.filter() & review_clear() & Q(deleted_at__isnull=True, superseded_by__isnull=True)
 
 
 def _neighbours(scope: NightlyScope, item: KnowledgeItem, similarity: float) -> list[KnowledgeItem]:

@@ -22,6 +22,7 @@ from knowledge.models import (
     SkillStage,
 )
 from knowledge.services.create import embed_or_none, knowledge_embedding_text
+from knowledge.services.review import review_status_for
 from knowledge.services.skills import SKILL_TYPES
 from projects.models import AuditAction, Project, User
 from projects.services.audit import audit_record
@@ -82,6 +83,7 @@ def _apply(proposal: Proposal, vector: list[float] | None, model: str) -> Knowle
         # Approved in the review queue: a recipe or skill is offered right away (knowledge/services/skills.py).
         stage=SkillStage.KNOWLEDGE if proposal.type in SKILL_TYPES else SkillStage.NONE,
         confidence=APPROVED_CONFIDENCE, embedding=vector, embedding_model=model if vector else "",
+        review_status=review_status_for(author=proposal.owner, project=proposal.project),
     )
 
 

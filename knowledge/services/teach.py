@@ -22,6 +22,7 @@ from knowledge.models import (
     TRIGGER_MAX,
     KnowledgeItem,
     KnowledgeType,
+    ReviewStatus,
 )
 from knowledge.services.create import KnowledgeDraft, knowledge_create
 from knowledge.services.promote import SCOPES, scope_check
@@ -77,7 +78,8 @@ def _same_rule(*, principal: Principal, project: Project | None, draft: Knowledg
     """The caller's live row of the same type and the same words (case and spacing aside) in that scope."""
     words = " ".join(draft.content.split())
     rows = KnowledgeItem.objects.filter(owner=principal.user, project=project, type=draft.type,
-                                        deleted_at__isnull=True, superseded_by__isnull=True)
+                                        deleted_at__isnull=True, superseded_by__isnull=True).exclude(
+        review_status=ReviewStatus.REJECTED)  # taught again after a rejection: a new row for a new review
     return next((row for row in rows.filter(content__iexact=draft.content.strip())
                  if " ".join(row.content.split()).lower() == words.lower()), None)
 
@@ -90,13 +92,26 @@ def _reaffirm(row: KnowledgeItem, draft: KnowledgeDraft) -> KnowledgeItem:
     return row
 
 
+def _held(item: KnowledgeItem, old_id: str | None) -> Taught:
+    """A member's row waiting for review: its predecessor is retired on approval, not now (no gap for others)."""
+    try:
+        item.review_supersedes = uuid.UUID(str(old_id)) if old_id else None
+    except ValueError:
+        item.review_supersedes = None
+    if item.review_supersedes is not None:
+        item.save(update_fields=["review_supersedes", "updated_at"])
+    log_op(logger, "knowledge.teach", type=item.type, project=str(item.project_id)[:8], review="pending")
+    return Taught(item, None)
+
+
 def knowledge_teach(
     *, principal: Principal, rule: str, type: str = "heuristic", trigger: str = "", rationale: str = "",
     tags: Sequence[str] = (), project_id: str | None = None, framework: str = "", language: str = "",
     supersedes_knowledge_id: str | None = None, scope: str = "project",
 ) -> Taught:
     """Stores the rule at confidence 1.0 in the resolved project (the caller's token scope applies), or in the
-    caller's own scope with `scope="user"`; the same rule taught again in the same scope is reaffirmed, not copied."""
+    caller's own scope with `scope="user"`; the same rule taught again in the same scope is reaffirmed, not copied.
+    A non-owner member teaching into a project of an org that requires review gets a pending row (review.py)."""
     text_storable(rule=rule, type=type, trigger=trigger, rationale=rationale, tags=list(tags), projectId=project_id,
                   framework=framework, language=language, supersedesKnowledgeId=supersedes_knowledge_id, scope=scope)
     if scope not in SCOPES:
@@ -122,6 +137,8 @@ def knowledge_teach(
             log_op(logger, "knowledge.teach", type=type, project=str(project.id)[:8], repeated=True, scope=scope)
             return Taught(_reaffirm(same, draft), None, repeated=True)
         item = knowledge_create(owner=principal.user, project=home, draft=draft)
+        if item.review_status == ReviewStatus.PENDING:
+            return _held(item, supersedes_knowledge_id)
         superseded = _supersede(principal=principal, new=item, old_id=supersedes_knowledge_id)
         if superseded:
             audit_record(actor=principal.user, action=AuditAction.KNOWLEDGE_SUPERSEDED, project=project,

@@ -12,7 +12,7 @@ from pydantic import BeforeValidator, ConfigDict, ValidationInfo, field_validato
 
 from brain.errors import ValidationFailed
 from brain.text import text_storable
-from projects.models import PROJECT_NAME_MAX, STACK_NAME_MAX, TOKEN_LABEL_MAX, ApiToken, Project
+from projects.models import PROJECT_NAME_MAX, STACK_NAME_MAX, TOKEN_LABEL_MAX, ApiToken, Org, Project
 from projects.scope import Principal
 
 
@@ -161,3 +161,21 @@ class TokenCreateOut(TokenOut):
 class TokenPage(Schema):
     items: list[TokenOut]
     nextCursor: str | None
+
+
+class OrgOut(Schema):
+    slug: str
+    name: str
+    personal: bool
+    role: str = Field(description="your role: owner or member")
+    requireMemberReview: bool = Field(description=(
+        "rules taught by non-owner members reach others only after an owner approves them"))
+
+    @staticmethod
+    def of(org: Org, role: str) -> OrgOut:
+        return OrgOut(slug=org.slug, name=org.name, personal=org.personal_for_id is not None, role=role,
+                      requireMemberReview=org.require_member_review)
+
+
+class OrgSettingsIn(StrictIn):
+    requireMemberReview: bool | None = Field(None, strict=True, description="owners only; a boolean, not 0/1")

@@ -9,12 +9,15 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.urls import URLPattern, URLResolver, re_path
 from django.utils.module_loading import import_string
 from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 
+from brain.addresses import client_address
+from brain.ratelimit import rate_limit_hit
 from projects.api.auth import API_AUTH
 from projects.api.errors import install_error_handlers
 from projects.api.idempotency import idempotent_view
@@ -38,6 +41,7 @@ install_error_handlers(api)
 ROUTERS: list[tuple[str, str]] = [
     ("/projects", "projects.api.projects.router"),
     ("/tokens", "projects.api.tokens.router"),
+    ("/orgs", "projects.api.orgs.router"),
     ("/knowledge", "knowledge.api.knowledge.router"),
     ("/action-items", "knowledge.api.user.actions_router"),
     ("/peer-card", "knowledge.api.user.peer_router"),
@@ -69,6 +73,24 @@ def _json_405(view: View) -> View:
     return csrf_exempt(wrapped)
 
 
+def _rate_limited(view: View) -> View:
+    """Refuses (429, RATE_LIMITED, Retry-After) a request over its token's, session's or address's rate."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
+        credential = raw.strip() if scheme.lower() == "bearer" else request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+        limited = rate_limit_hit(credential=credential or None, address=client_address(request), path=request.path)
+        if limited is None:
+            return view(request, *args, **kwargs)
+        response = JsonResponse({"error": {"code": "RATE_LIMITED", "message": limited.message,
+                                           "details": limited.details()}}, status=429)
+        response["Retry-After"] = str(limited.retry_after_s)
+        return response
+
+    return csrf_exempt(wrapped)
+
+
 @csrf_exempt
 def not_found(request: HttpRequest, path: str) -> JsonResponse:
     return _envelope(404, "NOT_FOUND", f"no API endpoint at /api/v1/{path}; see /api/v1/docs")
@@ -78,10 +100,10 @@ def _wrapped(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLR
     out: list[URLPattern | URLResolver] = []
     for pattern in patterns:
         if isinstance(pattern, URLPattern):
-            pattern.callback = _json_405(idempotent_view(pattern.callback))
+            pattern.callback = _rate_limited(_json_405(idempotent_view(pattern.callback)))
         out.append(pattern)
     return out
 
 
 _patterns, _app_name, app_name = api.urls  # ninja reverses its own views under its namespace
-urlpatterns = [*_wrapped(list(_patterns)), re_path(r"^(?P<path>.*)$", not_found)]
+urlpatterns = [*_wrapped(list(_patterns)), re_path(r"^(?P<path>.*)$", _rate_limited(not_found))]

@@ -136,3 +136,20 @@ def membership_remove(*, user: User, org: Org, membership_id: uuid.UUID | str) -
     membership.delete()
     audit_record(actor=user, action=AuditAction.MEMBER_REMOVED, org=org, target=f"user:{membership.user.email}")
     return membership
+
+
+@transaction.atomic
+def org_review_set(*, user: User, org: Org, required: bool) -> Org:
+    """Switches owner review of rules taught by non-owner members in the org's projects (owners of team orgs only).
+    Switching it off leaves pending rows pending: each still needs an owner's decision."""
+    _require_owner(user=user, org=org)
+    if org.personal_for_id is not None:
+        raise ValidationFailed("a personal org has no other members to review; switch review on in a team org")
+    if not isinstance(required, bool):
+        raise ValidationFailed("requireMemberReview must be true or false")
+    if org.require_member_review != required:
+        Org.objects.filter(pk=org.pk).update(require_member_review=required, updated_at=timezone.now())
+        org.require_member_review = required
+        audit_record(actor=user, action=AuditAction.ORG_REVIEW_SET, org=org, target=f"org:{org.slug}",
+                     summary=f"review of members' rules {'on' if required else 'off'}")
+    return org

@@ -1,18 +1,29 @@
-"""Login throttling against password guessing, counted in the database so every web replica agrees.
+"""Sign-in and sign-up throttling, counted in the database so every web replica agrees.
 
-Two keys per attempt: the e-mail address (slows guessing one account from many addresses) and the
-client IP (slows one client trying many accounts). Either key over its limit blocks the attempt.
+A failed sign-in (the dashboard's /accounts/login/ and /admin/login/ alike) counts under three keys:
+
+- the account from this address ("login:<email>|<address>"): a few failures lock this pair out; the owner
+  signing in from elsewhere is not locked out by a stranger's guesses;
+- the address ("ip:<address>"): one client trying many accounts;
+- the account from anywhere ("email:<email>"): a high ceiling against guessing spread over many addresses.
+
+Any key over its limit refuses the attempt, even with the right password, until its lockout ends. Sign-ups
+count per address ("signup:<address>"). Rows are purged by the hourly `projects.purge_expired` job.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from brain.config import overridden
 from projects.models import LoginThrottle
+
+KEY_PART_MAX = 200  # "login:" + e-mail + "|" + address fits the 300-character key
 
 
 @dataclass(frozen=True)
@@ -22,42 +33,103 @@ class Limit:
     lockout: timedelta
 
 
-EMAIL_LIMIT = Limit(failures=5, window=timedelta(minutes=15), lockout=timedelta(minutes=15))
-IP_LIMIT = Limit(failures=30, window=timedelta(minutes=15), lockout=timedelta(minutes=15))
+@dataclass(frozen=True)
+class ThrottleSettings:
+    """Environment: BRAIN_LOGIN_MAX_FAILURES, BRAIN_LOGIN_LOCKOUT_MINUTES, BRAIN_SIGNUPS_PER_ADDRESS_PER_HOUR."""
+
+    login_max_failures: int = 5  # per account and address, within the lockout time
+    login_lockout_minutes: int = 15
+    signups_per_address_per_hour: int = 10
+    address_failures: int = 30  # any accounts, one address
+    account_failures: int = 100  # one account, any addresses
 
 
-def throttle_keys(*, email: str, ip: str | None) -> dict[str, Limit]:
-    keys = {f"email:{email.strip().lower()[:250]}": EMAIL_LIMIT}
+def throttle_settings() -> ThrottleSettings:
+    return overridden(ThrottleSettings(), settings.BRAIN_THROTTLE)
+
+
+def login_limits() -> dict[str, Limit]:
+    conf = throttle_settings()
+    minutes = timedelta(minutes=conf.login_lockout_minutes)
+    return {
+        "login": Limit(failures=conf.login_max_failures, window=minutes, lockout=minutes),
+        "ip": Limit(failures=conf.address_failures, window=minutes, lockout=minutes),
+        "email": Limit(failures=conf.account_failures, window=minutes, lockout=minutes),
+    }
+
+
+def signup_limit() -> Limit:
+    hour = timedelta(hours=1)
+    return Limit(failures=throttle_settings().signups_per_address_per_hour, window=hour, lockout=hour)
+
+
+def _email(email: str) -> str:
+    return email.strip().lower()[:KEY_PART_MAX]
+
+
+def login_keys(*, email: str, ip: str | None) -> dict[str, Limit]:
+    limits = login_limits()
+    keys = {f"email:{_email(email)}": limits["email"]}
     if ip:
-        keys[f"ip:{ip[:64]}"] = IP_LIMIT
+        keys[f"login:{_email(email)}|{ip}"] = limits["login"]
+        keys[f"ip:{ip}"] = limits["ip"]
     return keys
 
 
-def login_blocked_for(*, email: str, ip: str | None) -> timedelta | None:
-    """How long the caller must still wait, or None when a sign-in may be attempted now."""
+def _blocked_for(keys: list[str]) -> timedelta | None:
     now = timezone.now()
-    locked = LoginThrottle.objects.filter(key__in=throttle_keys(email=email, ip=ip), locked_until__gt=now)
+    locked = LoginThrottle.objects.filter(key__in=keys, locked_until__gt=now)
     until = max((row.locked_until for row in locked if row.locked_until), default=None)
     return until - now if until else None
 
 
-@transaction.atomic
-def login_failure_record(*, email: str, ip: str | None) -> None:
-    """Counts one failed sign-in under each key; a key over its limit is locked for its lockout time."""
-    now = timezone.now()
-    for key, limit in throttle_keys(email=email, ip=ip).items():
-        row, _ = LoginThrottle.objects.select_for_update().get_or_create(
-            key=key, defaults={"window_started_at": now}
-        )
+def _count(keys: dict[str, Limit], now: datetime) -> None:
+    for key, limit in sorted(keys.items()):  # a fixed order: two replicas never lock rows crosswise
+        row, _ = LoginThrottle.objects.select_for_update().get_or_create(key=key, defaults={"window_started_at": now})
         if row.window_started_at <= now - limit.window:
             row.failures, row.window_started_at = 0, now
         row.failures += 1
-        if row.failures >= limit.failures:
+        if limit.failures > 0 and row.failures >= limit.failures:
             row.locked_until = now + limit.lockout
         row.save()
 
 
+def login_blocked_for(*, email: str, ip: str | None) -> timedelta | None:
+    """How long the caller must still wait, or None when a sign-in may be attempted now."""
+    return _blocked_for(list(login_keys(email=email, ip=ip)))
+
+
 @transaction.atomic
-def login_success_record(*, email: str) -> None:
-    """A correct password clears the account's counter (the IP counter keeps counting)."""
-    LoginThrottle.objects.filter(key__in=list(throttle_keys(email=email, ip=None))).delete()
+def login_failure_record(*, email: str, ip: str | None) -> None:
+    """Counts one failed sign-in under each key; a key reaching its limit is locked for its lockout time."""
+    limits = {key: limit for key, limit in login_keys(email=email, ip=ip).items() if limit.failures > 0}
+    _count(limits, timezone.now())
+
+
+@transaction.atomic
+def login_success_record(*, email: str, ip: str | None) -> None:
+    """A correct password clears this account's counter from this address (the others keep counting)."""
+    if ip:
+        LoginThrottle.objects.filter(key=f"login:{_email(email)}|{ip}").delete()
+
+
+def signup_blocked_for(*, ip: str | None) -> timedelta | None:
+    """How long this address must wait before it may create another account, or None."""
+    return _blocked_for([f"signup:{ip}"]) if ip else None
+
+
+@transaction.atomic
+def signup_record(*, ip: str | None) -> None:
+    """Counts one account created from this address; the limit-th locks the address for the rest of the hour."""
+    limit = signup_limit()
+    if ip and limit.failures > 0:
+        _count({f"signup:{ip}": limit}, timezone.now())
+
+
+def login_throttles_purge(*, now: datetime | None = None) -> int:
+    """Deletes rows no longer locked whose window ended (nothing they count can lock anything again)."""
+    now = now or timezone.now()
+    longest = max([limit.window for limit in login_limits().values()] + [signup_limit().window])
+    stale = LoginThrottle.objects.filter(window_started_at__lt=now - longest).exclude(locked_until__gt=now)
+    deleted, _ = stale.delete()
+    return deleted

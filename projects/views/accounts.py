@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import PasswordResetForm
+from django.core.mail import send_mail
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
-from django.urls import reverse_lazy
+from django.template.loader import render_to_string
+from django.urls import reverse, reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from projects.forms import SignUpForm
+from brain.addresses import public_link
+from brain.errors import ValidationFailed
+from projects.forms import SignUpForm, client_ip, wait_text
+from projects.models import User
 from projects.services.accounts import user_create
+from projects.services.signup import signup_link_parts, user_signup_pending, user_verify
+from projects.services.throttle import signup_blocked_for, signup_record
 from projects.views.attempt import Refused, attempt
 
 
@@ -21,17 +31,68 @@ def _safe_next(request: HttpRequest, default: str) -> str:
     return target if target and ok else default
 
 
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's reset view; the mailed link starts with BRAIN_PUBLIC_URL, never with the request's Host."""
+
+    def form_valid(self, form: PasswordResetForm) -> HttpResponse:
+        self.extra_email_context = {"public_url": public_link("")}
+        return super().form_valid(form)
+
+
+def _send_signup_link(user: User) -> None:
+    uidb64, token = signup_link_parts(user=user)
+    link = public_link(reverse("signup_verify", args=[uidb64, token]))
+    body = render_to_string("accounts/signup_verify_email.txt", {"email": user.email, "link": link})
+    send_mail("Confirm your External Brain account", body, settings.DEFAULT_FROM_EMAIL, [user.email])
+
+
+def _create(request: HttpRequest, form: SignUpForm) -> HttpResponse | None:
+    """Creates the account (pending its e-mail link when BRAIN_SIGNUP_VERIFY_EMAIL is on); None if refused."""
+    email, password = form.cleaned_data["email"], form.cleaned_data["password"]
+    if settings.SIGNUP_VERIFY_EMAIL:
+        pending = attempt(request, lambda: user_signup_pending(email=email, password=password), form=form)
+        if isinstance(pending, Refused):
+            return None
+        signup_record(ip=client_ip(request))
+        _send_signup_link(pending)
+        return render(request, "accounts/signup_sent.html", {"email": pending.email})
+    user = attempt(request, lambda: user_create(email=email, password=password), form=form)
+    if isinstance(user, Refused):
+        return None
+    signup_record(ip=client_ip(request))
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    messages.success(request, "Welcome! Mint a token below to connect your first agent.")
+    return HttpResponseRedirect(_safe_next(request, str(reverse_lazy("tokens"))))
+
+
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("tokens")
     form = SignUpForm(request.POST or None)
+    status = 200
     if request.method == "POST" and form.is_valid():
-        user = attempt(request, lambda: user_create(
-            email=form.cleaned_data["email"], password=form.cleaned_data["password"]), form=form)
-        if not isinstance(user, Refused):
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            messages.success(request, "Welcome! Mint a token below to connect your first agent.")
-            return HttpResponseRedirect(_safe_next(request, str(reverse_lazy("tokens"))))
-    return render(request, "accounts/signup.html", {"form": form, "next": _safe_next(request, "")})
+        wait = signup_blocked_for(ip=client_ip(request))
+        if wait is not None:  # many accounts from one address: a script, not a person
+            form.add_error(None, f"Too many accounts were created from your network address. {wait_text(wait)}.")
+            status = 429
+        else:
+            created = _create(request, form)
+            if created is not None:
+                return created
+    context = {"form": form, "next": _safe_next(request, "")}
+    return render(request, "accounts/signup.html", context, status=status)
 
+
+@require_http_methods(["GET", "POST"])
+def signup_verify(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
+    """GET shows a button (mail scanners that follow links must not activate anything); POST activates."""
+    if request.method == "GET":
+        return render(request, "accounts/signup_verify.html", {})
+    try:
+        user = user_verify(uidb64=uidb64, token=token)
+    except ValidationFailed:  # the page says what to do; nothing was changed
+        return render(request, "accounts/signup_verify.html", {"failed": True}, status=400)
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    messages.success(request, "Your address is confirmed. Mint a token below to connect your first agent.")
+    return redirect("tokens")

@@ -15,6 +15,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from brain.addresses import public_link
 from brain.errors import NotFound, ValidationFailed
 from projects.forms import InviteForm, OrgCreateForm, RoleForm
 from projects.models import Membership, Org, User
@@ -32,6 +33,7 @@ from projects.services.orgs import (
     membership_remove,
     membership_set_role,
     org_create,
+    org_review_set,
 )
 from projects.views.attempt import Refused, attempt
 
@@ -73,8 +75,8 @@ def org_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "orgs/detail.html", context)
 
 
-def _send_invitation(request: HttpRequest, *, org_name: str, email: str, raw: str, inviter: str) -> None:
-    link = request.build_absolute_uri(reverse("invitation_accept", args=[raw]))
+def _send_invitation(*, org_name: str, email: str, raw: str, inviter: str) -> None:
+    link = public_link(reverse("invitation_accept", args=[raw]))
     body = render_to_string("orgs/invitation_email.txt", {"org": org_name, "link": link, "inviter": inviter})
     send_mail(f"Join {org_name} on External Brain", body, settings.DEFAULT_FROM_EMAIL, [email])
 
@@ -91,7 +93,7 @@ def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
     created = attempt(request, lambda: invitation_create(user=user, org=org, **form.cleaned_data))
     if not isinstance(created, Refused):
         invitation, raw = created
-        _send_invitation(request, org_name=org.name, email=invitation.email, raw=raw, inviter=user.email)
+        _send_invitation(org_name=org.name, email=invitation.email, raw=raw, inviter=user.email)
         messages.success(request, f"Invitation sent to {invitation.email}.")
     return redirect("org_detail", slug=slug)
 
@@ -133,6 +135,18 @@ def org_member_remove(request: HttpRequest, slug: str, membership_id: uuid.UUID)
         messages.success(request, "You left the org.")
         return redirect("org_list")
     messages.success(request, f"{removed.user.email} was removed.")
+    return redirect("org_detail", slug=slug)
+
+
+@login_required
+@require_POST
+def org_review_toggle(request: HttpRequest, slug: str) -> HttpResponse:
+    """Owners switch review of members' rules; the checkbox's absence means off."""
+    user = _user(request)
+    required = request.POST.get("require_member_review") == "on"
+    attempt(request, lambda: org_review_set(user=user, org=_org_or_404(user, slug), required=required),
+            ok="Members' new rules now wait for an owner's review." if required
+            else "Members' rules reach the team without review.")
     return redirect("org_detail", slug=slug)
 
 

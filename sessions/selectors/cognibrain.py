@@ -13,7 +13,7 @@ from django.utils import timezone
 from brain.health import check_broker, check_database
 from knowledge.embeddings import embedder_health
 from knowledge.guard_models import DreamRun
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import KnowledgeItem, KnowledgeType, review_usable_by
 from knowledge.selectors.guard import glob_regex
 from knowledge.selectors.search import decay_floor, knowledge_search
 from projects.scope import Principal
@@ -55,8 +55,9 @@ def _path_match(item: KnowledgeItem, files: Sequence[str], langs: set[str]) -> b
 
 def _live(principal: Principal, session: Session) -> Q:
     scope = Q(project=session.project) | Q(owner=principal.user, project__isnull=True)
-    return scope & Q(deleted_at__isnull=True, superseded_by__isnull=True, decay_score__gt=decay_floor(),
-                     confidence__gte=0.5, type__in=CONVENTION_TYPES)
+    return scope & review_usable_by(principal.user) & Q(
+        deleted_at__isnull=True, superseded_by__isnull=True, decay_score__gt=decay_floor(), confidence__gte=0.5,
+        type__in=CONVENTION_TYPES)
 
 
 @dataclass
@@ -107,8 +108,8 @@ def _degraded() -> list[str]:
 def health_of(*, principal: Principal, now: datetime | None = None) -> Health:
     visible = projects_visible(principal=principal).values("id")
     mine = (Q(project__in=visible) | Q(owner=principal.user, project__isnull=True))
-    live = KnowledgeItem.objects.filter(mine, deleted_at__isnull=True, superseded_by__isnull=True).exclude(
-        type=KnowledgeType.ACTION_ITEM)
+    live = KnowledgeItem.objects.filter(mine, review_usable_by(principal.user), deleted_at__isnull=True,
+                                        superseded_by__isnull=True).exclude(type=KnowledgeType.ACTION_ITEM)
     old = (now or timezone.now()) - STALE_AFTER
     stale = live.filter(Q(decay_score__lte=decay_floor() + 0.2)
                         | Q(last_used_at__lt=old) | Q(last_used_at__isnull=True, created_at__lt=old))

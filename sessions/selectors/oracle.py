@@ -62,7 +62,8 @@ def _citations(principal: Principal, question: str, project_id: str | None) -> l
     sessions = session_search(principal=principal, query=question, limit=SESSION_CITES, project_id=project_id)
     cites = [
         Citation(n=n, kind="knowledge", id=h.id, score=h.score, knowledge_type=h.type,
-                 text=neutralize(f"When {h.trigger}: {h.content}" if h.trigger else h.content))
+                 text=neutralize((f"When {h.trigger}: {h.content}" if h.trigger else h.content)
+                                 + (f" (taught by {h.author})" if h.author else "")))  # a colleague's, not theirs
         for n, h in enumerate(knowledge.hits, start=1)
     ]
     cites += [

@@ -17,7 +17,7 @@ from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
 from knowledge.guard_models import GuardKind, GuardPattern, GuardSeverity
-from knowledge.models import RULE_MAX, RULE_MIN, KnowledgeItem, KnowledgeType
+from knowledge.models import RULE_MAX, RULE_MIN, KnowledgeItem, KnowledgeType, ReviewStatus, review_usable_by
 from knowledge.services.create import KnowledgeDraft, knowledge_create
 from knowledge.services.guard import guard_alternative_set, guard_rule_add
 from projects.scope import Principal
@@ -149,7 +149,8 @@ def correction_record(*, session: Session, text: str) -> Corrected:
             recipe = _store(session, content=f"Use {better} (not {forbidden}).", type=KnowledgeType.RECIPE,
                             trigger=forbidden, rationale=clean)
             done.stored += [anti, recipe]
-            done.superseded = _supersede_contradicted(session, forbidden, recipe)
+            if recipe.review_status != ReviewStatus.PENDING:  # a held correction retires nothing the team uses
+                done.superseded = _supersede_contradicted(session, forbidden, recipe)
         policy = policy_parse(clean)
         if policy is not None:
             done.stored.append(_policy_rule(session, policy, clean, source="user_correction"))
@@ -197,7 +198,8 @@ def memory_add(*, principal: Principal, session: Session, content: str, scope: s
         raise ForbiddenProject(f"a project-scoped token cannot store {scope}-scoped memories; use scope repo")
     project = session.project if scope in ("repo", "task") else None
     tags = [task_tag(session)] if scope == "task" else [f"scope:{scope}"]
-    where = Q(project=project) if project else Q(owner=principal.user, project__isnull=True)
+    where = (Q(project=project) if project else Q(owner=principal.user, project__isnull=True)) & review_usable_by(
+        principal.user)
     with transaction.atomic():
         existing = _near_duplicate(where & Q(tags__contains=tags) if scope != "repo" else where, clean)
         if existing is not None:

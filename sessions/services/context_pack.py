@@ -43,7 +43,8 @@ def _visible_here(hit: KnowledgeHit, session: Session) -> bool:
 
 def _line(hit: KnowledgeHit) -> str:
     text = " ".join(hit.content.split())
-    return f"- {text}"
+    # Another member's rule names its author, so the agent never takes a colleague's rule for the user's.
+    return f"- {text} (taught by {hit.author})" if hit.author else f"- {text}"
 
 
 @dataclass(frozen=True)

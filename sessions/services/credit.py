@@ -107,6 +107,14 @@ def credit_apply(*, session: Session, credit: Credit, ok: bool) -> int:
     """Applies the plan (see the module docstring); returns how many rows changed."""
     now = timezone.now()
     SessionKnowledgeApplication.objects.filter(session=session).update(outcome=ok)
+    # Two closes crediting the same rows would lock them in whatever order each UPDATE meets them and can
+    # deadlock (seen in `brain bench cluster`); taking every lock first, in id order, makes them queue instead.
+    # NO KEY UPDATE is the lock the UPDATEs take anyway; a plain FOR UPDATE would also block the key-share
+    # locks other transactions' foreign-key checks take on these rows at commit, another deadlock.
+    touched = credit.used | credit.ignored | credit.rejected
+    if touched:
+        rows = KnowledgeItem.objects.filter(id__in=touched).order_by("id").select_for_update(no_key=True)
+        list(rows.values_list("id"))
     if credit.used:
         changes = ({"success_count": F("success_count") + 1, "confidence": _shift(USED_BONUS)} if ok
                    else {"failure_count": F("failure_count") + 1})

@@ -1,30 +1,40 @@
-"""The dream cycle: the existing evolution and decay jobs for one scope, and the cross-session extract of its
-owner, queued at session end when due.
+"""The dream cycle: the existing evolution and decay jobs for one scope, queued at session end when due.
 
 Due when DREAM_WRITES knowledge writes happened in the scope since the last cycle, or DREAM_EVERY passed
 (a scope that never dreamt is due once it has any write), and never twice within DREAM_MIN_GAP. What the
 jobs propose (consolidations, fades) waits in the review queue like any nightly proposal.
+
+The `DreamRun` row is the outbox: it commits with the decision, the two messages go out after commit, a
+broker outage leaves the row unsent for the beat sweep (`dream_runs_requeue`), and each job stamps the row
+when done so a message sent twice runs its job once (knowledge/services/dream_runs.py).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from brain.broker import Message, send_quick
 from brain.logs import log_op
 from knowledge.guard_models import DreamRun
 from knowledge.models import KnowledgeItem
 from knowledge.nightly import NightlyScope
 from projects.models import User
+from sessions.services.jobs import job_settings
 
 logger = logging.getLogger(__name__)
 DREAM_WRITES = 20
 DREAM_EVERY = timedelta(hours=24)
 DREAM_MIN_GAP = timedelta(hours=1)
+# (task, the run's field its job stamps when done); the tasks take (scope, as_of, run id).
+DREAM_TASKS = (("knowledge.tasks.evolve_scope", "evolved_at"), ("knowledge.tasks.decay_scope", "decayed_at"))
 
 
 @dataclass(frozen=True)
@@ -51,10 +61,8 @@ def dream_due(*, scope: NightlyScope, now: datetime) -> DreamDue:
 
 
 def dream_queue_if_due(*, owner: User, scope: NightlyScope, now: datetime | None = None) -> DreamDue:
-    """Records the run and sends the scope's evolution and decay tasks after commit, when due."""
-    from knowledge.tasks import decay_scope, evolve_scope  # the Celery app loads late in the CLI
-    from sessions.tasks import cross_session_user
-
+    """Records the run and sends the scope's evolution and decay tasks after commit, when due. The run row
+    is the outbox: an unreachable broker leaves it unsent for `dream_runs_requeue`, never fails the caller."""
     instant = now or timezone.now()
     with transaction.atomic():
         with connection.cursor() as cur:  # once per scope per hour, even when two sessions end together
@@ -63,9 +71,41 @@ def dream_queue_if_due(*, owner: User, scope: NightlyScope, now: datetime | None
         if decision.due:
             run = DreamRun.objects.create(owner=owner, scope=scope.key, reason=decision.reason)
             DreamRun.objects.filter(pk=run.pk).update(created_at=instant)  # the decision's instant, not the clock's
-            as_of = instant.isoformat()
-            transaction.on_commit(lambda: (evolve_scope.delay(scope.key, as_of), decay_scope.delay(scope.key, as_of),
-                                           cross_session_user.delay(str(owner.id), as_of)))
+            transaction.on_commit(partial(_send, [run.pk]))
     log_op(logger, "dream.decision", scope=scope.key[:16], due=decision.due, reason=decision.reason,
            writes=decision.writes)
     return decision
+
+
+def _mark_sent(run_id: uuid.UUID) -> None:
+    DreamRun.objects.filter(pk=run_id).update(enqueued_at=timezone.now())
+
+
+def _send(run_ids: list[uuid.UUID]) -> int:
+    """One message per unfinished job of each run; a run counts as sent once all of its messages went out."""
+    messages: list[Message] = []
+    for run in DreamRun.objects.filter(pk__in=run_ids).order_by("created_at"):
+        todo = [(task, done) for task, done in DREAM_TASKS if getattr(run, done) is None]
+        for n, (task, _) in enumerate(todo):
+            mark = partial(_mark_sent, run.pk) if n == len(todo) - 1 else _nothing
+            messages.append(Message(task, (run.scope, run.created_at.isoformat(), str(run.pk)), mark))
+    return send_quick(messages, op="dream.enqueue_failed")
+
+
+def _nothing() -> None:
+    return None
+
+
+def dream_runs_requeue(*, now: datetime | None = None) -> int:
+    """Sends again the recent runs the broker never got, or whose jobs have not finished long after sending
+    (a message lost with the broker). Older runs are left to the next cycle. Returns messages sent."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=job_settings().requeue_after_s)
+    unfinished = Q(evolved_at__isnull=True) | Q(decayed_at__isnull=True)
+    due = DreamRun.objects.filter(created_at__gte=now - DREAM_MIN_GAP).filter(
+        Q(enqueued_at__isnull=True) | (Q(enqueued_at__lt=stale) & unfinished))
+    ids = list(due.values_list("pk", flat=True)[:100])
+    sent = _send(ids) if ids else 0
+    if ids:
+        log_op(logger, "dream.requeue", due=len(ids), sent=sent)
+    return sent

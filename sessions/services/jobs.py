@@ -12,13 +12,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from brain.broker import Message, send_quick
 from brain.config import overridden
 from brain.errors import ValidationFailed
 from brain.logs import log_op
@@ -80,23 +81,15 @@ def session_jobs_schedule(*, session: Session) -> list[SessionJob]:
     return jobs
 
 
+def _mark_sent(job_id: uuid.UUID) -> None:
+    SessionJob.objects.filter(id=job_id).update(enqueued_at=timezone.now())
+
+
 def _send(job_ids: list[uuid.UUID]) -> int:
-    # A connection of our own that gives up after one quick retry: a closing client must not wait on a dead
-    # broker (the pooled one retries for seconds). The rows stay pending and the requeue task sends them later.
-    options = {**(current_app.conf.broker_transport_options or {}), "max_retries": 1, "interval_start": 0,
-               "interval_step": 0.2, "interval_max": 0.5}
-    sent = 0
-    with current_app.connection_for_write(transport_options=options) as connection:
-        for job in SessionJob.objects.filter(id__in=job_ids):
-            try:
-                current_app.send_task(JOB_TASKS[job.name], args=[str(job.session_id)], retry=False,
-                                      connection=connection)
-            except Exception as exc:  # any broker failure leaves the rows pending, never fails the caller
-                log_op(logger, "jobs.enqueue_failed", level=logging.WARNING, job=job.name, reason=str(exc)[:200])
-                break
-            SessionJob.objects.filter(id=job.id).update(enqueued_at=timezone.now())
-            sent += 1
-    return sent
+    # A broker outage leaves the rows pending (never fails the caller); the requeue task sends them later.
+    jobs = SessionJob.objects.filter(id__in=job_ids).only("id", "name", "session_id")
+    messages = [Message(JOB_TASKS[job.name], (str(job.session_id),), partial(_mark_sent, job.id)) for job in jobs]
+    return send_quick(messages, op="jobs.enqueue_failed")
 
 
 def session_jobs_requeue(*, now: datetime | None = None) -> int:

@@ -14,7 +14,7 @@ from django.db.models import Case, IntegerField, Value, When
 from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.injection import Injectable, Injection, build_injection
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import KnowledgeItem, KnowledgeType, review_clear
 from knowledge.relevance import NO_MATCH, above_floor, other_stack
 from knowledge.selectors.search import KnowledgeHit, KnowledgeSearchResult, injection_budget, knowledge_search
 from knowledge.stored_text import render_action_items
@@ -72,7 +72,7 @@ def knowledge_inject(
     budget = budget_tokens or injection_budget()
     kept, floored = above_floor(found.hits, excluded=_other_stack(prompt, framework, found.hits))
     injection = build_injection(as_injectable(kept), budget=budget)
-    injection.notice = floored.notice()
+    injection.notice = " ".join(n for n in (floored.notice(), injection.notice) if n)
     if session is not None:
         applications_record(session=session, knowledge_ids=injection.ids, role=ApplicationRole.INJECTED)
     return Retrieved(found=found, injection=injection)
@@ -84,7 +84,7 @@ def action_items_open(*, project: Project, email: str) -> list[KnowledgeItem]:
                          output_field=IntegerField())
     return list(
         KnowledgeItem.objects.filter(
-            project=project, type=KnowledgeType.ACTION_ITEM, deleted_at__isnull=True,
+            review_clear(), project=project, type=KnowledgeType.ACTION_ITEM, deleted_at__isnull=True,
             superseded_by__isnull=True, tags__contains=[f"for:{email.strip().lower()}"],
         ).annotate(blocker_rank=blocker_first).order_by("blocker_rank", "created_at", "id")[:ACTION_ITEMS_MAX]
     )

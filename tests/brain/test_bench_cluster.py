@@ -37,6 +37,12 @@ def test_cluster_with_faults_loses_and_duplicates_nothing(tmp_path: object) -> N
     assert set(report["per_replica_calls_per_s"]) == {"web1", "web2"}
     assert report["other_tenant_sessions"] == 0
     assert set(report["recovery_by_fault_s"]) == {f["name"] for f in report["faults"]}
+    # Every error is filed by cause and timing; none is an internal error (a deadlock or a bug answers 500 or a
+    # retryable 503 outside any fault, which the timing would show as "outside faults" with an app cause).
+    assert sum(report["errors_by_timing"].values()) == report["errors"]
+    assert not any(cause.startswith("HTTP 500") for cause in report["errors_by_cause"]), report["errors_by_cause"]
+    outside = report["errors_by_fault_and_cause"].get("no fault", {})
+    assert not {cause: n for cause, n in outside.items() if cause.endswith("(app)")}, report["errors_not_in_flight"]
 
 
 def test_cluster_rejects_bad_arguments() -> None:

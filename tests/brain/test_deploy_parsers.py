@@ -60,6 +60,11 @@ def test_kubernetes_validate_rejects_a_broken_manifest() -> None:
 def test_check_deploy_is_clean_with_production_settings(tmp_path: Path) -> None:
     env = {"BRAIN_SECRET_KEY": secrets.token_urlsafe(50), "BRAIN_ALLOWED_HOSTS": "brain.example.com",
            "BRAIN_PUBLIC_URL": "https://brain.example.com", "BRAIN_CSRF_TRUSTED_ORIGINS": "https://brain.example.com",
-           "BRAIN_BEHIND_TLS_PROXY": "true", "BRAIN_DEBUG": "false", "BRAIN_DATA_DIR": str(tmp_path)}
+           "BRAIN_BEHIND_TLS_PROXY": "true", "BRAIN_DEBUG": "false", "BRAIN_DATA_DIR": str(tmp_path),
+           "BRAIN_EMAIL_URL": "smtp+tls://brain:secret@smtp.example.com:587", "REDIS_URL": "redis://127.0.0.1:6379/0"}
     done = run_brain("manage", "check", "--deploy", "--fail-level", "WARNING", env=env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+    # The same settings with mail left on the console are not clean: the operator is told (brain.W001).
+    env.pop("BRAIN_EMAIL_URL")
+    done = run_brain("manage", "check", "--deploy", "--fail-level", "WARNING", env=env, timeout=120)
+    assert done.returncode != 0 and "brain.W001" in done.stdout + done.stderr

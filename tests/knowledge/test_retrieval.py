@@ -140,7 +140,10 @@ def test_injection_respects_the_budget_exactly_in_priority_order(tenant_a: Tenan
         assert set(part.ids) | set(part.skipped) == {str(i.id) for i in items}
         if part.ids:
             assert part.ids[0] == str(items[2].id)  # the decision goes first
-    assert build_injection(items, budget=5).text == ""
+        assert ("did not fit" in part.notice) == bool(part.skipped)  # a partial injection says what it left out
+    assert full.notice == ""
+    empty = build_injection(items, budget=5)
+    assert empty.text == "" and "none fits in 5 tokens" in empty.notice and "raise budgetTokens" in empty.notice
 
 
 def test_stored_text_cannot_forge_delimiters(tenant_a: Tenant) -> None:

@@ -155,3 +155,14 @@ def test_user_resources_keep_their_documents(mcp_a: Mcp, mcp_b: Mcp, tenant_a: T
         "peerCard": {"email": "bob@b.example", "facts": {}, "updatedAt": None}, "reflexes": []}
     assert read_resource(mcp_b, "brain://user/active-skills") == {"skills": []}
     assert read_resource(mcp_b, "brain://user/recent-sessions") == {"sessions": []}
+
+
+def test_a_budget_too_small_says_why_nothing_was_injected(mcp_a: Mcp, mcp_b: Mcp) -> None:
+    rule = "when writing database migrations " + "always keep them reversible and small, one change each; " * 6
+    ok(mcp_a, "brain_teach_knowledge", {"rule": rule, "trigger": "writing database migrations"})
+    small = ok(mcp_a, "brain_retrieve_knowledge", {"prompt": "writing database migrations", "budgetTokens": 50})
+    assert small["injection"] == "" and small["bundle"]["items"]
+    assert "none fits in 50 tokens" in small["bundle"]["notice"] and "raise budgetTokens" in small["bundle"]["notice"]
+    roomy = ok(mcp_a, "brain_retrieve_knowledge", {"prompt": "writing database migrations", "budgetTokens": 1000})
+    assert roomy["injection"] and "budgetTokens" not in (roomy["bundle"].get("notice") or "")
+    assert ok(mcp_b, "brain_retrieve_knowledge", {"prompt": "writing database migrations"})["bundle"]["items"] == []

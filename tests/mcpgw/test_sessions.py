@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from mcpgw import protocol as p
 from mcpgw.models import McpSession
-from mcpgw.services import mcp_sessions_sweep
+from mcpgw.services import mcp_sessions_purge, mcp_sessions_sweep
 from mcpgw.tasks import sweep_idle_sessions
 from projects.models import ApiToken
 from projects.services.accounts import token_revoke
@@ -98,3 +98,21 @@ def test_cap_evicts_the_least_recently_seen_session(client: Client, tenant_a, te
     assert set(McpSession.objects.filter(closed_at__isnull=True).values_list("pk", flat=True)) == {
         newer, third, b_session}
     assert a.legacy(oldest, "ping").status_code == 404
+
+
+@override_settings(MCP_SESSION_RETENTION_DAYS=7)
+def test_sessions_closed_past_the_retention_are_purged_by_the_sweep(client: Client, tenant_a, tenant_b,
+                                                                     caplog) -> None:
+    a, b = Mcp(client, tenant_a.user_raw), Mcp(client, tenant_b.user_raw)
+    old_a, recent_a, open_a, old_b = a.initialize(), a.initialize(), a.initialize(), b.initialize()
+    now = timezone.now()
+    McpSession.objects.filter(pk__in=[old_a, old_b]).update(closed_at=now - timedelta(days=8), close_reason="idle")
+    McpSession.objects.filter(pk=recent_a).update(closed_at=now - timedelta(days=6), close_reason="deleted")
+    # An idle session is first closed by the sweep, then kept for the retention time.
+    McpSession.objects.filter(pk=open_a).update(last_seen_at=now - timedelta(days=30))
+    assert sweep_idle_sessions.apply().get() == 1
+    assert set(McpSession.objects.values_list("pk", flat=True)) == {recent_a, open_a}
+    assert [f["count"] for f in ops(caplog, "mcp.sessions.purged")] == [2]
+    assert a.legacy(old_a, "ping").status_code == 404  # a purged id answers like any closed one
+    assert mcp_sessions_purge(now=now + timedelta(days=8)) == 2  # later: the rest go too
+    assert not McpSession.objects.exists()

@@ -6,7 +6,7 @@ matches the documented response schemas. Examples per operation are capped to ke
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -20,8 +20,9 @@ from schemathesis.specs.openapi.checks import response_schema_conformance, statu
 from brain.wsgi import application
 from knowledge.services.teach import knowledge_teach
 from projects.scope import Principal
-from projects.services.accounts import token_create
-from tests.factories import make_tenant
+from projects.services.accounts import project_ensure_named, token_create
+from projects.services.orgs import invitation_accept, invitation_create, org_create, org_review_set
+from tests.factories import UserFactory, make_tenant
 from tests.support.closed_session import closed_session
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
@@ -52,11 +53,29 @@ def _seed(tenant: dict[str, Any]) -> dict[str, str]:
             "project_id": str(tenant["project"].id), "token_id": str(spare.id)}
 
 
+def _team(tenant: dict[str, Any]) -> tuple[str, Callable[[], str]]:
+    """A team org the fuzzing tenant owns, with review of members' rules on, and a maker of a member's pending
+    rule (approve and reject each use one up)."""
+    org = org_create(user=tenant["user"], name="Fuzz Team")
+    member = UserFactory(email="member@f.example")
+    invitation_accept(user=member, raw=invitation_create(user=tenant["user"], org=org, email=member.email)[1])
+    project, _ = project_ensure_named(user=tenant["user"], name="Fuzz Shared", org=org)
+    org_review_set(user=tenant["user"], org=org, required=True)
+    by_member = Principal(user=member)
+
+    def pending() -> str:
+        return str(knowledge_teach(principal=by_member, rule=f"member rule {len(CASES)}",
+                                   project_id=str(project.id)).item.id)
+
+    return org.slug, pending
+
+
 @pytest.fixture
-def bearer(db: None) -> Iterator[tuple[dict[str, str], dict[str, str]]]:
+def bearer(db: None) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
     tenant = make_tenant("fuzz@f.example", "Fuzz App")
     _seed(make_tenant("other@o.example", "Other App"))  # the second tenant, whose rows must never leak
-    seeded = _seed(tenant)
+    seeded: dict[str, Any] = dict(_seed(tenant))
+    seeded["slug"], seeded["pending"] = _team(tenant)
     # As Django's test client does: keep the test transaction's connection open across requests.
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
@@ -67,11 +86,13 @@ def bearer(db: None) -> Iterator[tuple[dict[str, str], dict[str, str]]]:
 
 @schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-def test_api_has_no_server_errors(case: Any, bearer: tuple[dict[str, str], dict[str, str]]) -> None:
+def test_api_has_no_server_errors(case: Any, bearer: tuple[dict[str, str], dict[str, Any]]) -> None:
     headers, seeded = bearer
     CASES.append(case.operation.label)
     if len(CASES) % 2 and case.path_parameters:  # every other case aims at a real row instead of a random id
         case.path_parameters.update({k: seeded[k] for k in case.path_parameters if k in seeded})
+        if case.operation.label.endswith(("/approve", "/reject")):  # a member's rule waiting for the fuzzer
+            case.path_parameters["knowledge_id"] = seeded["pending"]()
     response = case.call_and_validate(
         headers=headers, checks=[not_a_server_error, response_schema_conformance, status_code_conformance]
     )

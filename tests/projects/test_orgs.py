@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.core import mail
@@ -20,10 +21,20 @@ def _client(tenant: Tenant) -> Client:
     return client
 
 
+PUBLIC = "https://brain.example.com"
+
+
+@pytest.fixture(autouse=True)
+def _public_url(settings: Any) -> None:
+    settings.PUBLIC_URL = PUBLIC + "/"
+
+
 def _invite(owner: Client, org: Org, email: str) -> str:
-    response = owner.post(f"/orgs/{org.slug}/invite", {"email": email, "role": "member"})
+    # Sent from another Host than the public one: the link still names BRAIN_PUBLIC_URL.
+    response = owner.post(f"/orgs/{org.slug}/invite", {"email": email, "role": "member"}, HTTP_HOST="localhost")
     assert response.status_code == 302
-    match = re.search(r"http://testserver(/invitations/\S+/)", mail.outbox[-1].body)
+    assert "localhost" not in mail.outbox[-1].body
+    match = re.search(re.escape(PUBLIC) + r"(/invitations/\S+/)", mail.outbox[-1].body)
     assert match is not None
     return match.group(1)
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -132,34 +130,3 @@ def test_dream_due_with_frozen_time(tenant_a: Tenant) -> None:
 def test_sessions_are_recorded_like_any_other(tenant_a: Tenant) -> None:
     session = session_current(principal=tenant_a.principal)
     assert Session.objects.get(id=session.id).client_type == "cognibrain"
-
-
-def test_the_dream_cycle_queues_evolution_decay_and_the_owners_cross_session_step(
-        tenant_a: Tenant, tenant_b: Tenant, django_capture_on_commit_callbacks: Any) -> None:
-    from celery.signals import before_task_publish
-
-    from sessions.tasks import cross_session_user
-
-    sent: list[tuple[str, Any]] = []
-
-    def record(sender: str | None = None, body: Any = None, **_: Any) -> None:
-        sent.append((str(sender), body[0] if isinstance(body, tuple) else body))
-
-    scope = NightlyScope(project_id=tenant_a.project.id, owner_id=None)
-    knowledge_create_many(owner=tenant_a.user, project=tenant_a.project,
-                          drafts=[KnowledgeDraft(content="a first write", confidence=0.9)])
-    before_task_publish.connect(record, weak=False)
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            assert dream_queue_if_due(owner=tenant_a.user, scope=scope).due
-        with django_capture_on_commit_callbacks(execute=True):
-            assert not dream_queue_if_due(owner=tenant_a.user, scope=scope).due  # within the hour: nothing sent
-    finally:
-        before_task_publish.disconnect(record)
-    names = sorted(name for name, _ in sent)
-    assert names == ["knowledge.tasks.decay_scope", "knowledge.tasks.evolve_scope",
-                     "sessions.tasks.cross_session_user"]
-    cross = next(args for name, args in sent if name == "sessions.tasks.cross_session_user")
-    assert cross[0] == str(tenant_a.user.id) and str(tenant_b.user.id) not in str(sent)
-    assert cross_session_user(cross[0], cross[1]) is None  # fewer than 2 closed sessions: skipped, nothing made
-    assert cross_session_user(str(uuid.uuid4()), cross[1]) is None

@@ -39,8 +39,10 @@ CREATE TRIGGER knowledge_guardpattern_version AFTER INSERT OR UPDATE OR DELETE O
   FOR EACH ROW EXECUTE FUNCTION knowledge_guardpattern_changed();
 -- Only the columns a compiled rule or its scope depend on: decay and credit updates never fire it.
 CREATE TRIGGER knowledge_guarditem_version_update AFTER UPDATE ON knowledge_knowledgeitem
-  FOR EACH ROW WHEN ((OLD.content, OLD.deleted_at, OLD.superseded_by_id, OLD.project_id, OLD.owner_id)
-                     IS DISTINCT FROM (NEW.content, NEW.deleted_at, NEW.superseded_by_id, NEW.project_id, NEW.owner_id))
+  FOR EACH ROW WHEN ((OLD.content, OLD.deleted_at, OLD.superseded_by_id, OLD.project_id, OLD.owner_id,
+                      OLD.review_status)
+                     IS DISTINCT FROM (NEW.content, NEW.deleted_at, NEW.superseded_by_id, NEW.project_id, NEW.owner_id,
+                                       NEW.review_status))
   EXECUTE FUNCTION knowledge_guarditem_changed();
 CREATE TRIGGER knowledge_guarditem_version_delete AFTER DELETE ON knowledge_knowledgeitem
   FOR EACH ROW EXECUTE FUNCTION knowledge_guarditem_changed();
@@ -58,7 +60,7 @@ DROP FUNCTION IF EXISTS knowledge_guard_version_bump(uuid, uuid);
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('knowledge', '0006_merge_i14_i15'),
+        ('knowledge', '0008_merge_j19_j21c'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('knowledge', '0007_j14_guard_rule_version'),
+        ('knowledge', '0009_j14_guard_rule_version'),
     ]
 
     operations = [
