@@ -151,6 +151,10 @@ def test_every_rule_write_reaches_the_cache_and_nothing_else_does(tenant_a: Tena
     assert not blocked(tenant_a)
     KnowledgeItem.objects.filter(pk=rule.pk).update(deleted_at=None, project=None)  # to the owner's own scope
     assert blocked(tenant_a) and version(tenant_b) == 0
+    KnowledgeItem.objects.filter(pk=rule.pk).update(review_status="pending")  # held for review: not a rule now
+    assert not blocked(tenant_a)
+    KnowledgeItem.objects.filter(pk=rule.pk).update(review_status="approved")
+    assert blocked(tenant_a)
     rule.delete()  # the ORM cascade: pattern first, then the row
     assert not blocked(tenant_a) and not GuardPattern.objects.exists()
 
