@@ -51,7 +51,8 @@ def load_memorybank(path: Path, limit: int | None) -> list[dict[str, Any]]:
 
 def split_question(text: str) -> tuple[str, str]:
     """The turn's asking sentences (those ending in "?") and the rest of the turn, both whitespace-normalised."""
-    asking, rest = [], []
+    asking: list[str] = []
+    rest: list[str] = []
     for sentence in _SENTENCE.findall(" ".join(text.split())):
         (asking if sentence.rstrip(" " + _CLOSERS).endswith("?") else rest).append(sentence.strip())
     return " ".join(s for s in asking if s), " ".join(s for s in rest if s)
