@@ -265,11 +265,18 @@ def hybrid_candidates(
         cursor.execute(sql, params)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-    # Ranked first by both lists is 1.0 whatever the shares (they sum to 2); first by one list alone is at most
-    # (2 - SHAPE_FLOOR) / 2 of it with adaptive shares, 1/2 without.
-    rrf_max = (weight_v + weight_f) / (fusion.rrf_k + 1)
+    rrf_max = _rrf_max(weight_v, weight_f, fusion, adaptive=params["adaptive"])
     timings = {"embed": round((embedded - started) * 1000, 3), "sql": round((time.perf_counter() - embedded) * 1000, 3)}
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
+
+
+def _rrf_max(weight_v: float, weight_f: float, fusion: Fusion, *, adaptive: bool) -> float:
+    """The fused score of a row ranked first by both lists, at the shares that make it largest. With equal
+    weights (the default) it is the same with or without adaptive shares, which always sum to 2."""
+    if not adaptive:
+        return (weight_v + weight_f) / (fusion.rrf_k + 1)
+    high, low = max(weight_v, weight_f), min(weight_v, weight_f)
+    return ((2 - SHAPE_FLOOR) * high + SHAPE_FLOOR * low) / (fusion.rrf_k + 1)
 
 
 def _scope_rows(cursor: Any, table: str, scope: Scope, stats: TermStats, limit: int) -> tuple[float, bool]:
