@@ -42,6 +42,14 @@ BM25_B = 0.75
 # turn recall@10 from 0.414 (exact cosine) to 0.259, and a one-sided variant (penalise long rows only) still
 # gave 0.314 (docs/benchmarks.md, issue 16). The vector list is now plain cosine, never below exact search.
 VECTOR_LENGTH_B = 0.0
+# Per-query fusion shares (`Fusion.adaptive`): a list whose first SHAPE_HEAD scores stand further above the rest
+# of its own scores (in standard deviations) gets the larger share, by the square of that distance, never less
+# than SHAPE_FLOOR of its configured weight nor more than 2 - SHAPE_FLOOR. Fixed equal shares fell below the
+# better list on both short-chat sets (vector on MemoryBank, full text on REALTALK); these settings were the
+# plateau of an offline sweep over both (docs/benchmarks.md, issue 16).
+SHAPE_HEAD = 3
+SHAPE_POWER = 2
+SHAPE_FLOOR = 0.5
 # The longest search query any interface accepts (characters).
 QUERY_MAX = 2000
 # Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
@@ -81,6 +89,9 @@ class Fusion:
     fts_postings: int = FTS_POSTINGS_BUDGET
     vector_length_b: float = VECTOR_LENGTH_B
     exact_rows: int = EXACT_ROWS  # scopes of at most this many rows are searched exactly (0: never)
+    # Per-query list shares from score shape (`_weights_cte`). Session search turns it on; knowledge search
+    # keeps fixed shares because its injection floor is calibrated on them (docs/benchmarks.md, issue 16).
+    adaptive: bool = False
 
 
 @dataclass
@@ -174,15 +185,37 @@ def _fts_ctes(table: str, scope: Scope) -> str:
         ORDER BY score DESC, id LIMIT %(n)s)"""  # noqa: S608
 
 
+def _confidence(scores: str, ranks: str, source: str) -> str:
+    """How far a list's head stands out of the list: the mean score of its first SHAPE_HEAD rows, in
+    standard deviations above the mean of all its rows (0 for a list of fewer than 3 rows or a flat one)."""
+    return f"""(SELECT CASE WHEN count(*) >= 3 AND stddev_pop({scores}) > 0
+                THEN greatest((avg({scores}) FILTER (WHERE {ranks} <= {SHAPE_HEAD}) - avg({scores}))
+                              / stddev_pop({scores}), 0) ELSE 0 END FROM {source})"""  # noqa: S608
+
+
+def _weights_cte() -> str:
+    """Each list's share of the fusion for this query (`adaptive`): the lists' head confidences squared,
+    as shares of 2, kept within [SHAPE_FLOOR, 2 - SHAPE_FLOOR]; 1 and 1 when neither head stands out or
+    `adaptive` is off. The share multiplies the list's configured weight."""
+    return f"""
+    conf AS (SELECT power({_confidence("(1 - dist)", "rnk", "vec")}, {SHAPE_POWER}) AS cv,
+                    power({_confidence("score", "rnk", "fts")}, {SHAPE_POWER}) AS cf),
+    shares AS (SELECT CASE WHEN %(adaptive)s AND cv + cf > 0
+                           THEN least(greatest(2 * cv / (cv + cf), {SHAPE_FLOOR}), {2 - SHAPE_FLOOR})
+                           ELSE 1 END AS sv FROM conf)"""  # noqa: S608 - constants and fixed SQL only
+
+
 def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool, exact: bool) -> str:
     return f"""
     WITH vec AS ({_vec_cte(table, scope, exact=exact) if use_vec else _EMPTY_VEC}),
     {_fts_ctes(table, scope) if use_fts else f"fts AS ({_EMPTY_FTS})"},
+    {_weights_cte()},
     fused AS (
         SELECT COALESCE(vec.id, fts.id) AS fused_id, vec.rnk AS vec_rank, vec.dist AS vec_distance,
                fts.rnk AS fts_rank, fts.score AS fts_score,
-               COALESCE(%(wv)s / (%(k)s + vec.rnk), 0) + COALESCE(%(wf)s / (%(k)s + fts.rnk), 0) AS rrf
-        FROM vec FULL OUTER JOIN fts ON vec.id = fts.id)
+               COALESCE(shares.sv * %(wv)s / (%(k)s + vec.rnk), 0)
+               + COALESCE((2 - shares.sv) * %(wf)s / (%(k)s + fts.rnk), 0) AS rrf
+        FROM vec FULL OUTER JOIN fts ON vec.id = fts.id CROSS JOIN shares)
     SELECT fused.*, {columns} FROM fused JOIN {table} t ON t.id = fused.fused_id
     ORDER BY rrf DESC, t.id LIMIT %(n)s"""  # noqa: S608
 
@@ -215,6 +248,7 @@ def hybrid_candidates(
         **scope.params, "qtext": query, "qvec": _vector_literal(vector), "qmodel": model,
         "n": fusion.candidates, "maxdist": fusion.max_distance, "k": float(fusion.rrf_k),
         "wv": weight_v, "wf": weight_f, "lenb": fusion.vector_length_b,
+        "adaptive": fusion.adaptive and use_vec and use_fts,
     }
     with transaction.atomic(), connection.cursor() as cursor:
         stats = term_stats(table)
@@ -231,9 +265,18 @@ def hybrid_candidates(
         cursor.execute(sql, params)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-    rrf_max = (weight_v + weight_f) / (fusion.rrf_k + 1)
+    rrf_max = _rrf_max(weight_v, weight_f, fusion, adaptive=params["adaptive"])
     timings = {"embed": round((embedded - started) * 1000, 3), "sql": round((time.perf_counter() - embedded) * 1000, 3)}
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
+
+
+def _rrf_max(weight_v: float, weight_f: float, fusion: Fusion, *, adaptive: bool) -> float:
+    """The fused score of a row ranked first by both lists, at the shares that make it largest. With equal
+    weights (the default) it is the same with or without adaptive shares, which always sum to 2."""
+    if not adaptive:
+        return (weight_v + weight_f) / (fusion.rrf_k + 1)
+    high, low = max(weight_v, weight_f), min(weight_v, weight_f)
+    return ((2 - SHAPE_FLOOR) * high + SHAPE_FLOOR * low) / (fusion.rrf_k + 1)
 
 
 def _scope_rows(cursor: Any, table: str, scope: Scope, stats: TermStats, limit: int) -> tuple[float, bool]:

@@ -21,6 +21,7 @@ from typing import Any
 from brain.bench.baselines import BM25, Cosine, sessions_by_best_turn
 from brain.bench.dialogue import is_dialogue, load_dialogue
 from brain.bench.lme import KEYS, Group, Tally, groups_of, load, share_found
+from brain.bench.memorybank import is_memorybank, load_memorybank
 
 HELP = "measure session-search recall and latency on LongMemEval records (hybrid, fts, vector)"
 MODES = ("hybrid", "fts", "vector")
@@ -32,8 +33,11 @@ BASELINE_DEPTH = 50  # turns a baseline ranks, as many as the engine's candidate
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, type=Path,
                         help="LongMemEval JSON (.json or .json.gz), or a dialogue set: a directory of "
-                             "REALTALK-style conversation files (or one such file)")
+                             "REALTALK-style conversation files (or one such file), or MemoryBank's "
+                             "memory_bank_en.json (questions built from its chats, brain/bench/memorybank.py)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--per-type", type=int, default=None,
+                        help="only the first N questions of each question type (a stratified subset, file order)")
     parser.add_argument("--per-conversation", type=int, default=None,
                         help="dialogue sets: N questions drawn at random (fixed seed) from each conversation")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
@@ -158,8 +162,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"brain: no such file {args.input}; pass a LongMemEval JSON file or a dialogue directory with --input",
               file=sys.stderr)
         return 2
-    dialogue = is_dialogue(args.input)
-    records = load_dialogue(args.input, args.limit, args.per_conversation) if dialogue else load(args.input, args.limit)
+    dataset, records = _records(args)
     groups = groups_of(records)
     fresh = f"bench-{uuid.uuid4().hex[:10]}@bench.invalid"
     user = user_by_email(email=args.reuse) if args.reuse else user_create(email=fresh)
@@ -182,12 +185,34 @@ def run(args: argparse.Namespace) -> int:
             print(f"bench data kept: --reuse {user.email}", file=sys.stderr)
     report = {
         "modes": {mode: tallies[mode].summary() for mode in (*MODES, *BASELINES)},
-        "dataset": "dialogue" if dialogue else "longmemeval",
+        "dataset": dataset,
         "questions": len(records), "haystacks": len(groups), "turns": total_turns,
         "ingest_turns_per_s": round(total_turns / ingest_s, 1) if ingest_s and not args.reuse else None,
     }
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
+
+
+def _records(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]]:
+    """The dataset's name and its LongMemEval-shaped records (one per question)."""
+    if is_memorybank(args.input):
+        return "memorybank", load_memorybank(args.input, args.limit)
+    if is_dialogue(args.input):
+        return "dialogue", load_dialogue(args.input, args.limit, args.per_conversation)
+    return "longmemeval", per_type(load(args.input, None), args.per_type)[: args.limit or None]
+
+
+def per_type(records: list[dict[str, Any]], n: int | None) -> list[dict[str, Any]]:
+    """The first `n` records of each question type, in file order (all of them when `n` is None)."""
+    if n is None:
+        return records
+    seen: dict[str, int] = {}
+    kept = []
+    for record in records:
+        seen[record["question_type"]] = seen.get(record["question_type"], 0) + 1
+        if seen[record["question_type"]] <= n:
+            kept.append(record)
+    return kept
 
 
 def render(report: dict[str, Any]) -> str:

@@ -87,7 +87,7 @@ def session_search(
     scope = session_event_scope(principal=principal, project_id=project_id, since=since, until=until)
     found = hybrid_candidates(
         table=EVENT_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,
-        fusion=fusion or fusion_from_settings(max_distance=MAX_COSINE_DISTANCE),
+        fusion=fusion or fusion_from_settings(max_distance=MAX_COSINE_DISTANCE, adaptive=True),
     )
     events = [
         _event_hit(row, score, terms if explain else {})
