@@ -26,6 +26,8 @@ METHODS = ("initialize", "tools/list", "tools/call", "resources/list", "resource
            "notifications/cancelled", "completion/complete", "logging/setLevel")
 # Header values HTTP can carry (visible ASCII and obs-text), as WSGI hands them to the application.
 HEADER_CHARS = st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f")
+# Strategies built once per target (building and validating one costs more than drawing from it).
+_BUILT: dict[tuple[int, str, str], st.SearchStrategy[Any]] = {}
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,13 @@ def _session(target: McpTarget, path: str) -> st.SearchStrategy[str | None]:
 
 
 def _common_headers(target: McpTarget, path: str) -> st.SearchStrategy[dict[str, str]]:
+    key = (id(target), path, "headers")
+    if key not in _BUILT:
+        _BUILT[key] = _build_headers(target, path)
+    return _BUILT[key]
+
+
+def _build_headers(target: McpTarget, path: str) -> st.SearchStrategy[dict[str, str]]:
     optional = {
         "Origin": _origin(),
         "Accept": st.one_of(st.just("application/json, text/event-stream"), st.sampled_from(
@@ -94,16 +103,24 @@ def _id() -> st.SearchStrategy[Any]:
 
 
 def _params(target: McpTarget, path: str, method: str) -> st.SearchStrategy[Any]:
+    """Built once per target, endpoint and method (building and validating a strategy costs more than a draw)."""
+    key = (id(target), path, method if method in METHODS else "?")
+    if key not in _BUILT:
+        _BUILT[key] = _build_params(target, path, method)
+    return _BUILT[key]
+
+
+def _build_params(target: McpTarget, path: str, method: str) -> st.SearchStrategy[Any]:
     tools = target.tools.get(path, {})
     if method == "tools/call" and tools:
-        named = st.sampled_from(sorted(tools)).flatmap(
-            lambda name: st.fixed_dictionaries({"name": st.just(name), "arguments": arguments_for(tools[name],
-                                                                                                   target.ids)}))
-        other = st.fixed_dictionaries({"name": st.one_of(hostile_text(), st.sampled_from(
+        named = st.one_of([st.fixed_dictionaries({"name": st.just(name), "arguments": arguments_for(tools[name],
+                                                                                                     target.ids)})
+                           for name in sorted(tools)])
+        other = st.fixed_dictionaries({"name": st.one_of(hostile_value(), st.sampled_from(
             ["brain_teach_knowledge", "cognibrain_guard", ""])), "arguments": json_values()})
         return st.one_of(named, named, named, other)
     if method == "resources/read":
-        uri = st.one_of(st.sampled_from(target.resources or ["brain://user/peer-card"]), hostile_text())
+        uri = st.one_of(st.sampled_from(target.resources or ["brain://user/peer-card"]), hostile_value())
         return st.fixed_dictionaries({"uri": uri})
     if method == "initialize":
         info = st.fixed_dictionaries({}, optional={"name": hostile_text(), "version": st.one_of(hostile_text(),
@@ -112,7 +129,17 @@ def _params(target: McpTarget, path: str, method: str) -> st.SearchStrategy[Any]
                                                                    hostile_value())},
                                      optional={"capabilities": json_values(), "clientInfo": st.one_of(info,
                                                                                                       hostile_value())})
-    return st.one_of(st.just({}), json_values(), hostile_value())
+    # Whatever a method might read (and echo back in an error): names, uris, cursors of any type.
+    members = st.dictionaries(st.sampled_from(["name", "uri", "cursor", "arguments", "level", "ref", "_meta"]),
+                              hostile_value(), max_size=3)
+    return st.one_of(st.just({}), json_values(), hostile_value(), members, members)
+
+
+def _header_safe(value: str) -> str:
+    """A value as the stateless era puts it in a header: plain printable ASCII, or its =?base64?...?= form."""
+    if value.isascii() and value.isprintable():
+        return value
+    return f"=?base64?{base64.b64encode(value.encode('utf-8', 'surrogatepass')).decode()}?="
 
 
 @st.composite
@@ -132,11 +159,10 @@ def _message(draw: st.DrawFn, target: McpTarget, path: str) -> tuple[dict[str, A
                 "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1"}}
         if isinstance(params, dict):
             params = {**params, "_meta": draw(st.one_of(st.just(meta), st.just(meta), hostile_value()))}
-        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": _header_safe(method)}
         name = params.get("name", params.get("uri")) if isinstance(params, dict) else None
         if isinstance(name, str):
-            headers["Mcp-Name"] = name if name.isascii() and name.isprintable() else \
-                f"=?base64?{base64.b64encode(name.encode('utf-8', 'surrogatepass')).decode()}?="
+            headers["Mcp-Name"] = _header_safe(name)
     else:
         headers["MCP-Protocol-Version"] = draw(st.sampled_from(LEGACY))
     if draw(st.sampled_from([False] * 9 + [True])):  # a header that disagrees with the body
@@ -170,14 +196,17 @@ def mcp_case(draw: st.DrawFn, target: McpTarget) -> HttpCase:
         return HttpCase(f"{path} {verb}", verb, path, headers)
     if shape == "raw":
         return HttpCase(f"{path} raw", "POST", path, headers, draw(_raw_body()))
-    message, era_headers = draw(_message(target, path))
+    key = (id(target), path, "message")
+    if key not in _BUILT:
+        _BUILT[key] = _message(target, path)
+    message, era_headers = draw(_BUILT[key])
     body: Any = message
     label = f"{path} {message['method'] if message['method'] in METHODS else 'other'}"
     params = message.get("params")
     if message["method"] == "tools/call" and isinstance(params, dict) and params.get("name") in target.tools[path]:
         label += f" {params['name']}"
     if shape == "batch":
-        extra = draw(st.lists(_message(target, path), max_size=3))
+        extra = draw(st.lists(_BUILT[key], max_size=3))
         body, label = [message, *[m for m, _ in extra]], f"{path} batch"
     return HttpCase(label, "POST", path, {**headers, **era_headers}, dump(body).encode())
 
@@ -202,7 +231,10 @@ def rest_operations(openapi: dict[str, Any]) -> list[RestOperation]:
 @st.composite
 def rest_case(draw: st.DrawFn, openapi: dict[str, Any], token: str, ids: list[str]) -> HttpCase:
     """One raw request to a documented /api/v1 operation: hostile path ids, headers and JSON body."""
-    op = draw(st.sampled_from(rest_operations(openapi)))
+    key = (id(openapi), "", "operations")
+    if key not in _BUILT:
+        _BUILT[key] = st.sampled_from(rest_operations(openapi))
+    op = draw(_BUILT[key])
     path = op.path
     while "{" in path:
         head, _, rest = path.partition("{")
@@ -213,8 +245,11 @@ def rest_case(draw: st.DrawFn, openapi: dict[str, Any], token: str, ids: list[st
     if draw(st.sampled_from([False] * 3 + [True])):
         path += "?" + draw(st.sampled_from(["limit=-1", "limit=1e9", "cursor=%00", "cursor=zz", "q=%ED%A0%80",
                                             "until=0.5", "since=yesterday", "limit=10&limit=x", "q=" + "a" * 5000]))
-    root = {"components": openapi.get("components", {}), **(op.body_schema or {})}
-    body = draw(arguments_for(root, ids)) if op.body_schema else draw(st.one_of(st.none(), hostile_value()))
+    key = (id(openapi), f"{op.method} {op.path}", "body")
+    if key not in _BUILT:
+        root = {"components": openapi.get("components", {}), **(op.body_schema or {})}
+        _BUILT[key] = arguments_for(root, ids) if op.body_schema else st.one_of(st.none(), hostile_value())
+    body = draw(_BUILT[key])
     headers = {"Authorization": draw(st.one_of(st.just(f"Bearer {token}"), st.just(f"Bearer {token}"),
                                                st.sampled_from(["", "Bearer", "Bearer x", f"Basic {token}"]),
                                                st.text(HEADER_CHARS, max_size=30)))}

@@ -112,9 +112,11 @@ class Tally:
             self.statuses[status] = self.statuses.get(status, 0) + 1
             self.server_errors += status >= 500
             self.bad_format += problem is not None and status < 500
+            problem = problem if problem or status < 500 else f"HTTP {status}"
         self.leaks += leak is not None
         if (status is None or problem or leak) and len(self.examples) < 10:
-            self.examples.append(f"{label}: {problem or ''} {'leak ' + leak if leak else ''}".strip())
+            what = [problem or "", f"leak {leak}" if leak else ""]
+            self.examples.append(f"{label}: {' '.join(w for w in what if w)}"[:300])
 
     @property
     def failures(self) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -45,11 +46,13 @@ def _deep(depth: int, kind: str) -> Raw:
     return Raw('{"a":' * depth + "1" + "}" * depth)
 
 
+@cache
 def surrogate_text() -> st.SearchStrategy[str]:
     """Text with lone surrogates (st.text leaves them out by default)."""
     return st.text(st.characters(categories=["Cs", "L", "Cc"]), min_size=1, max_size=8)
 
 
+@cache
 def hostile_text() -> st.SearchStrategy[str]:
     return st.one_of(
         st.sampled_from(NASTY_TEXT),
@@ -60,6 +63,7 @@ def hostile_text() -> st.SearchStrategy[str]:
     )
 
 
+@cache
 def hostile_value() -> st.SearchStrategy[Any]:
     """One value of any shape that a careless handler might choke on."""
     scalars = st.one_of(hostile_text(), st.sampled_from(EDGE_NUMBERS), st.integers(), st.floats(allow_nan=False))
@@ -74,6 +78,7 @@ def hostile_value() -> st.SearchStrategy[Any]:
     )
 
 
+@cache
 def json_values(max_leaves: int = 6) -> st.SearchStrategy[Any]:
     leaves = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False,
                        allow_infinity=False), st.text(max_size=20))
@@ -179,7 +184,14 @@ def poked(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         lambda spot: _replaced(v, spot[0], spot[1])))
 
 
+_BUILT: dict[tuple[int, int], st.SearchStrategy[Any]] = {}
+
+
 def arguments_for(schema: dict[str, Any], ids: list[str]) -> st.SearchStrategy[Any]:
-    """Arguments for one tool (or body for one operation): valid, valid but for one hostile member, or any."""
-    valid = SchemaValues(schema, ids).of(schema)
-    return st.one_of(valid, poked(valid), hostile_value())
+    """Arguments for one tool (or body for one operation): valid, valid but for one hostile member, or any.
+    Built once per schema: hypothesis validates a strategy on first use, which costs more than a draw."""
+    key = (id(schema), id(ids))
+    if key not in _BUILT:
+        valid = SchemaValues(schema, ids).of(schema)
+        _BUILT[key] = st.one_of(valid, poked(valid), hostile_value())
+    return _BUILT[key]

@@ -75,3 +75,24 @@ def test_hostile_requests_get_json_rpc_answers(world: dict[str, Any]) -> None:
         _check(world, case)
 
     run()
+
+
+@pytest.mark.parametrize("name", ["NaN", "Infinity", "-1e999", "[1]", "{}", '""'])
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_prompts_get_with_a_name_that_is_no_string_is_invalid_params(mcp_a: Mcp, name: str, era: str) -> None:
+    """Found by the fuzz: the name was echoed back, and a NaN made the answer invalid JSON."""
+    if era == "legacy":
+        headers = {"Mcp-Session-Id": mcp_a.initialize(), "MCP-Protocol-Version": "2025-11-25"}
+        meta = ""
+    else:
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "prompts/get"}
+        meta = ',"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",' \
+               '"io.modelcontextprotocol/clientCapabilities":{}}'
+    body = f'{{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{{"name":{name}{meta}}}}}'
+    response = mcp_a.post(None, headers, raw_body=body.encode())
+    assert mcp_problem("POST", response.status_code, response["Content-Type"], response.content) is None
+    error = response.json()["error"]
+    if era == "legacy":
+        assert error["code"] == -32602 and "params.name" in error["message"], error
+    else:  # the stateless era first checks Mcp-Name against the body's name, which no header can equal here
+        assert error["code"] == -32020, error
