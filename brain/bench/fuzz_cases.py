@@ -203,8 +203,9 @@ def mcp_case(draw: st.DrawFn, target: McpTarget) -> HttpCase:
     body: Any = message
     label = f"{path} {message['method'] if message['method'] in METHODS else 'other'}"
     params = message.get("params")
-    if message["method"] == "tools/call" and isinstance(params, dict) and params.get("name") in target.tools[path]:
-        label += f" {params['name']}"
+    name = params.get("name") if isinstance(params, dict) else None
+    if message["method"] == "tools/call" and isinstance(name, str) and name in target.tools[path]:
+        label += f" {name}"
     if shape == "batch":
         extra = draw(st.lists(_BUILT[key], max_size=3))
         body, label = [message, *[m for m, _ in extra]], f"{path} batch"

@@ -91,3 +91,18 @@ def test_schemathesis_negative_cases_get_the_error_envelope(negative: dict[str, 
     run()
     print(f"\nschemathesis negative: {sum(operations.values())} cases: {dict(operations.most_common())}")
     assert len(operations) >= len(list(schema.get_all_operations())) - 2  # nearly every operation got cases
+
+
+MALFORMED = [b"--x\r\n" + b"A" * 9000, b"--x\r\nContent-Disposition: form-data\r\n\r\n", b"garbage"]
+
+
+@pytest.mark.parametrize("body", MALFORMED)
+def test_a_malformed_multipart_import_is_a_validation_error(tenant_a: Tenant, tenant_b: Tenant, client: Client,
+                                                            body: bytes) -> None:
+    """Found by the fuzz: part headers over Django's limit raised MultiPartParserError, answered 500."""
+    before = fingerprint(tenant_b.user)
+    response = client.post("/api/v1/import", data=body, content_type="multipart/form-data; boundary=x",
+                           headers={"Authorization": f"Bearer {tenant_a.user_raw}"})
+    assert rest_problem("POST", response.status_code, response["Content-Type"], response.content) is None
+    assert response.status_code == 400 and response.json()["error"]["code"] == "VALIDATION", response.content
+    assert fingerprint(tenant_b.user) == before
