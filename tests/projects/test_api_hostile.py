@@ -106,3 +106,17 @@ def test_a_malformed_multipart_import_is_a_validation_error(tenant_a: Tenant, te
     assert rest_problem("POST", response.status_code, response["Content-Type"], response.content) is None
     assert response.status_code == 400 and response.json()["error"]["code"] == "VALIDATION", response.content
     assert fingerprint(tenant_b.user) == before
+
+
+@pytest.mark.parametrize("name", ["Émile", "ÆRØ Tools", "İstanbul", "ΣΟΦΙΑ", "Straße"])
+def test_creating_a_project_twice_with_a_non_ascii_name_returns_the_first(tenant_a: Tenant, tenant_b: Tenant,
+                                                                         client: Client, name: str) -> None:
+    """Found by the fuzz: the lookup lowered the name in Python, the unique constraint in PostgreSQL; where they
+    disagree the second create missed the first project, hit the constraint and answered 500."""
+    auth = {"Authorization": f"Bearer {tenant_a.user_raw}"}
+    before = fingerprint(tenant_b.user)
+    first = client.post("/api/v1/projects", {"name": name}, content_type="application/json", headers=auth)
+    again = client.post("/api/v1/projects", {"name": name}, content_type="application/json", headers=auth)
+    assert first.status_code in (200, 201) and again.status_code in (200, 201), again.content
+    assert again.json()["id"] == first.json()["id"]
+    assert fingerprint(tenant_b.user) == before
