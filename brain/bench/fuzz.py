@@ -132,7 +132,7 @@ class Sender:
         self.idle_since = time.monotonic()
         self.reconnects = 0
 
-    def send(self, url: str, case: Any) -> tuple[int | None, str, bytes, float, str]:
+    def send(self, url: str, case: Any) -> tuple[int | None, str, bytes, float, str, str]:
         # Surrounding whitespace is not part of a field value on the wire (RFC 9110), and h11 refuses to send it.
         headers = [(k.encode("latin-1"), v.strip(" \t").encode("latin-1")) for k, v in case.headers.items()]
         idle = time.monotonic() - self.idle_since
@@ -146,9 +146,10 @@ class Sender:
                 self.reconnects += 1
                 response = self.http.request(case.method, url + case.path, headers=headers, content=case.body or None)
             return response.status_code, response.headers.get("content-type", ""), response.content, \
-                time.perf_counter() - started, ""
+                time.perf_counter() - started, "", response.headers.get("location", "")
         except httpx.TransportError as exc:
-            return None, "", b"", time.perf_counter() - started, f"{type(exc).__name__}: {exc} (idle {idle:.1f} s)"
+            return None, "", b"", time.perf_counter() - started, f"{type(exc).__name__}: {exc} (idle {idle:.1f} s, " \
+                f"{len(case.body)} bytes sent)", ""
         finally:
             self.idle_since = time.monotonic()
 
@@ -202,8 +203,9 @@ def _schemathesis_cases(url: str, token: str) -> Any:
     def raw(case: Any) -> HttpCase:
         kwargs = case.as_transport_kwargs(base_url=url, headers={"Authorization": f"Bearer {token}"})
         prepared = requests.Request(**{k: v for k, v in kwargs.items() if k in keep}).prepare()
-        body = prepared.body.encode() if isinstance(prepared.body, str) else (prepared.body or b"")
-        headers = {k: v for k, v in prepared.headers.items() if k.lower() not in DROPPED_HEADERS}
+        body = prepared.body.encode() if isinstance(prepared.body, str) else bytes(prepared.body or b"")  # type: ignore[arg-type]
+        headers = {k: v if isinstance(v, str) else v.decode("latin-1") for k, v in prepared.headers.items()
+                   if k.lower() not in DROPPED_HEADERS}
         return HttpCase(f"{case.method} {case.path}", str(prepared.method), str(prepared.url).removeprefix(url),
                         headers, body)
 
@@ -220,15 +222,18 @@ class Run:
         self.secrets, self.quiet, self.lock = secrets, quiet, threading.Lock()
 
     def answer(self, interface: str, case: Any, status: int | None, content_type: str, body: bytes,
-               seconds: float, transport_error: str) -> None:
-        from brain.bench.fuzz_check import leaked, mcp_problem, rest_problem
+               seconds: float, transport_error: str, location: str) -> None:
+        from brain.bench.fuzz_check import http_server_refusal, leaked, mcp_problem, rest_problem
 
         check = mcp_problem if interface == "mcp" else rest_problem
         problem = None if status is None else check(case.method, status, content_type, body)
+        if problem and status is not None and 300 <= status < 400:
+            problem += f" (to {location!r}, path {case.path[:80]!r})"
         leak = leaked(body, self.secrets, case.body + case.path.encode() + str(case.headers).encode())
         with self.lock:
             tally = self.tallies[interface]
-            tally.add(status, problem or transport_error or None, seconds, case.label, leak)
+            tally.add(status, problem or transport_error or None, seconds, case.label, leak,
+                      refused=http_server_refusal(status, content_type))
             if not self.quiet and tally.cases % 1000 == 0:  # progress
                 print(f"  {interface}: {tally.cases} cases, {tally.failures} failures", file=sys.stderr, flush=True)
 
@@ -276,11 +281,11 @@ def _fuzz(url: str, tokens: list[str], args: argparse.Namespace, seed: int) -> d
 
 def render(report: dict[str, Any]) -> str:
     lines = [f"{'interface':<9} {'cases':>7} {'5xx':>5} {'format':>7} {'dropped':>8} {'leaks':>6} "
-             f"{'p50 ms':>8} {'p95 ms':>8}"]
+             f"{'p50 ms':>8} {'p95 ms':>8} {'refused by gunicorn (414/431)':>30}"]
     for name in ("mcp", "rest"):
         t = report[name]
         lines.append(f"{name:<9} {t['cases']:>7} {t['5xx']:>5} {t['nonFormat']:>7} {t['dropped']:>8} "
-                     f"{t['leaks']:>6} {t['p50Ms']:>8.2f} {t['p95Ms']:>8.2f}")
+                     f"{t['leaks']:>6} {t['p50Ms']:>8.2f} {t['p95Ms']:>8.2f} {t['refusedByHttpServer']:>30}")
         lines += [f"    {example}" for example in t["examples"]]
     lines.append(f"other tenant unchanged: {report['otherTenantUnchanged']}, its MCP sessions alive: "
                  f"{report['otherSessionsAlive']}; seed {report['seed']}, {report['seconds']} s, "

@@ -81,6 +81,16 @@ def rest_problem(method: str, status: int, content_type: str, body: bytes) -> st
     return None
 
 
+# Answers gunicorn gives itself, before the application sees the request (its own small HTML page): a
+# request line over 4094 bytes (414) or a header field over 8190 bytes (431). Counted apart: no code of
+# ours runs, and no MCP or REST client sends such requests.
+HTTP_SERVER_REFUSALS = (414, 431)
+
+
+def http_server_refusal(status: int | None, content_type: str) -> bool:
+    return status in HTTP_SERVER_REFUSALS and "html" in content_type.lower()
+
+
 def leaked(body: bytes, secrets: list[str], sent: bytes) -> str | None:
     """The first of another tenant's secrets (texts, ids) in an answer that the request did not carry."""
     text = body.decode("utf-8", "replace")
@@ -99,13 +109,19 @@ class Tally:
     bad_format: int = 0
     dropped: int = 0
     leaks: int = 0
+    refused_by_http_server: int = 0
     latencies: list[float] = field(default_factory=list)
     statuses: dict[int, int] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
 
-    def add(self, status: int | None, problem: str | None, seconds: float, label: str, leak: str | None) -> None:
+    def add(self, status: int | None, problem: str | None, seconds: float, label: str, leak: str | None,
+            refused: bool = False) -> None:
         self.cases += 1
         self.latencies.append(seconds)
+        if refused and status is not None:
+            self.refused_by_http_server += 1
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+            return
         if status is None:
             self.dropped += 1
         else:
@@ -114,9 +130,12 @@ class Tally:
             self.bad_format += problem is not None and status < 500
             problem = problem if problem or status < 500 else f"HTTP {status}"
         self.leaks += leak is not None
-        if (status is None or problem or leak) and len(self.examples) < 10:
-            what = [problem or "", f"leak {leak}" if leak else ""]
-            self.examples.append(f"{label}: {' '.join(w for w in what if w)}"[:300])
+        what = " ".join(w for w in (problem or "", f"leak {leak}" if leak else "") if w)
+        kind = f"{label}: {what}"[:300]
+        # A few of every kind, so one frequent failure cannot hide a rare one.
+        if (status is None or problem or leak) and sum(e.startswith(kind) for e in self.examples) < 2 \
+                and len(self.examples) < 40:
+            self.examples.append(kind)
 
     @property
     def failures(self) -> int:
@@ -125,6 +144,7 @@ class Tally:
     def summary(self) -> dict[str, Any]:
         cuts = statistics.quantiles(self.latencies, n=100) if len(self.latencies) > 1 else [0.0] * 99
         return {"cases": self.cases, "5xx": self.server_errors, "nonFormat": self.bad_format,
-                "dropped": self.dropped, "leaks": self.leaks, "p50Ms": round(cuts[49] * 1000, 2),
+                "dropped": self.dropped, "leaks": self.leaks, "refusedByHttpServer": self.refused_by_http_server,
+                "p50Ms": round(cuts[49] * 1000, 2),
                 "p95Ms": round(cuts[94] * 1000, 2), "statuses": dict(sorted(self.statuses.items())),
                 "examples": self.examples}
