@@ -23,7 +23,7 @@ from tests.mcpgw.conftest import Mcp
 from tests.support.fuzz import fingerprint, marker, seed, send
 
 pytestmark = pytest.mark.django_db
-EXAMPLES = 800
+EXAMPLES = 1000
 LABELS: Counter[str] = Counter()
 
 

@@ -25,8 +25,8 @@ from tests.conftest import Tenant
 from tests.support.fuzz import fingerprint, marker, seed, send
 
 pytestmark = pytest.mark.django_db
-EXAMPLES = 600
-NEGATIVE_EXAMPLES = 300
+EXAMPLES = 700
+NEGATIVE_EXAMPLES = 200
 LABELS: Counter[str] = Counter()
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
 
