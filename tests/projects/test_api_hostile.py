@@ -120,3 +120,11 @@ def test_creating_a_project_twice_with_a_non_ascii_name_returns_the_first(tenant
     assert first.status_code in (200, 201) and again.status_code in (200, 201), again.content
     assert again.json()["id"] == first.json()["id"]
     assert fingerprint(tenant_b.user) == before
+
+
+@pytest.mark.parametrize("path", ["/api/v1/knowledge%0Ax", "/api/v1/%0A%0A", "/api/v1/projects%0D%0Ax"])
+def test_a_path_with_a_newline_gets_the_json_404(tenant_a: Tenant, client: Client, path: str) -> None:
+    """Found by the fuzz: the catch-all's `.*` stopped at a newline, so Django answered its HTML 404."""
+    response = client.get(path, headers={"Authorization": f"Bearer {tenant_a.user_raw}"})
+    assert rest_problem("GET", response.status_code, response["Content-Type"], response.content) is None
+    assert response.status_code == 404 and response.json()["error"]["code"] == "NOT_FOUND"
