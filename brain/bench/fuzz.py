@@ -156,8 +156,13 @@ class Sender:
 
 def _drive(url: str, strategy: Any, cases: int, clients: int, seed: int, on_answer: Callable[..., None]) -> int:
     """Generates `cases` cases with hypothesis and sends them from `clients` threads as they come."""
+    import warnings
+
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as with_seed
+    from hypothesis.errors import HypothesisWarning
+
+    warnings.simplefilter("ignore", HypothesisWarning)  # "overly large repr" of the huge cases: meant to be huge
 
     pending: queue.Queue[Any] = queue.Queue(maxsize=clients * 8)
     reconnects: list[int] = []
