@@ -46,15 +46,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def _two_tenant_brain(web_workers: int) -> Iterator[tuple[str, list[str]]]:
-    """(url, [fuzzer token, other tenant's token]) of a fresh brain; stopped and removed afterwards."""
+def _two_tenant_brain(web_workers: int, log: Path) -> Iterator[tuple[str, list[str]]]:
+    """(url, [fuzzer token, other tenant's token]) of a fresh brain logging to `log`; stopped and removed
+    afterwards (the log stays: it holds the traceback of any 5xx)."""
     data_dir = Path(tempfile.mkdtemp(prefix="brain-fuzz-"))
     port = _free_port()
     env = {**os.environ, "BRAIN_DATA_DIR": str(data_dir), "BRAIN_PORT": str(port), "BRAIN_LOG_LEVEL": "WARNING"}
     env.pop("DATABASE_URL", None)
     exe = shutil.which("brain", path=str(Path(sys.executable).parent)) or "brain"
-    proc = subprocess.Popen([exe, "serve", "--no-worker", "--web-workers", str(web_workers)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([exe, "serve", "--no-worker", "--web-workers", str(web_workers)], env=env,
+                                stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, proc)
@@ -314,7 +316,12 @@ def run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     print(f"brain bench fuzz: {args.cases} cases per interface, seed {seed}; starting a temporary brain ...",
           file=sys.stderr, flush=True)
-    with _two_tenant_brain(args.web_workers) as (url, tokens):
+    log = Path(tempfile.mkstemp(prefix="brain-fuzz-", suffix=".log")[1])
+    with _two_tenant_brain(args.web_workers, log) as (url, tokens):
         report = {"requested": args.cases, **_fuzz(url, tokens, args, seed)}
+    if failed(report):
+        report["serverLog"] = str(log)  # kept: the tracebacks of the failures
+    else:
+        log.unlink(missing_ok=True)
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 1 if failed(report) else 0
