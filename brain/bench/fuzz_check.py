@@ -58,6 +58,8 @@ def rest_problem(method: str, status: int, content_type: str, body: bytes) -> st
         return f"HTTP {status}"
     if status == 204 or (method == "HEAD" and body == b""):
         return None
+    if 300 <= status < 400 and body == b"":
+        return None  # Django's APPEND_SLASH: `/api/v1` -> `/api/v1/`, a redirect with nothing to format
     if status < 400:
         if "html" in content_type.lower():
             return f"{status} answered HTML"

@@ -29,6 +29,8 @@ def test_rest_errors_must_be_the_envelope() -> None:
     assert rest_problem("GET", 400, "application/json", b'{"detail":"bad"}') is not None
     assert rest_problem("GET", 404, "text/html", b"<h1>Not Found</h1>") is not None
     assert rest_problem("GET", 200, "application/json", b'{"confidence":Infinity}') is not None
+    assert rest_problem("GET", 301, "text/html", b"") is None  # `/api/v1` -> `/api/v1/`
+    assert rest_problem("GET", 302, "text/html", b"<a href=x>moved</a>") is not None
 
 
 def test_leaks_count_only_what_the_request_did_not_carry() -> None:
