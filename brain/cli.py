@@ -53,6 +53,7 @@ COMMANDS: list[Command] = [
     Command(("bench", "cognibrain"), "brain.bench.cognibrain"),
     Command(("bench", "mcp"), "brain.bench.mcp_load", needs_db=False),
     Command(("bench", "cluster"), "brain.bench.cluster", needs_db=False),
+    Command(("bench", "fuzz"), "brain.bench.fuzz", needs_db=False),
 ]
 
 

@@ -141,6 +141,8 @@ def prompts_list(call: Call, params: dict[str, Any]) -> dict[str, Any]:
 
 def prompts_get(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     name = params.get("name")
+    if not isinstance(name, str) or not name:  # echoed back below: only a string (a NaN would break the JSON)
+        raise p.RpcError(p.INVALID_PARAMS, "prompts/get needs params.name, the prompt to get")
     raise p.RpcError(p.INVALID_PARAMS, f"Prompt not found: {name}. Call prompts/list for the available ones.",
                      data={"name": name})
 

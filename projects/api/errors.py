@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -79,6 +80,12 @@ def install_error_handlers(api: NinjaAPI) -> None:
         cap = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return error_response(api, request, 413, "VALIDATION", f"the request body is larger than {cap} bytes; "
                               "send less (split a large import into several requests)", {"maxBytes": cap})
+
+    @api.exception_handler(MultiPartParserError)
+    def _bad_multipart(request: HttpRequest, exc: MultiPartParserError) -> HttpResponse:
+        # The client's malformed upload (a bad boundary, oversized part headers), not a server failure.
+        return error_response(api, request, 400, "VALIDATION", f"the multipart body is malformed: {exc}; send "
+                              "multipart/form-data with a 'file' part, as the OpenAPI document describes")
 
     @api.exception_handler(Http404)
     def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:

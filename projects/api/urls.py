@@ -106,4 +106,5 @@ def _wrapped(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLR
 
 
 _patterns, _app_name, app_name = api.urls  # ninja reverses its own views under its namespace
-urlpatterns = [*_wrapped(list(_patterns)), re_path(r"^(?P<path>.*)$", _rate_limited(not_found))]
+# [\s\S] and \Z, not . and $: a path with a newline (%0A) must land here too, not on Django's HTML 404.
+urlpatterns = [*_wrapped(list(_patterns)), re_path(r"^(?P<path>[\s\S]*)\Z", _rate_limited(not_found))]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 
-from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models import Case, CharField, IntegerField, QuerySet, Value, When
 from django.db.models.functions import Lower
 from django.utils import timezone
 
@@ -79,7 +79,11 @@ def project_of_user_named(*, user: User, name: str) -> Project | None:
 
 
 def project_in_org_by_name(*, org: Org, name: str) -> Project | None:
-    return Project.objects.filter(org=org).annotate(lname=Lower("name")).filter(lname=name.lower()).first()
+    # Lowered by the database on both sides, as the unique constraint is: Python's str.lower() and PostgreSQL's
+    # lower() disagree on some letters ("İ" gives "i̇" in Python, "i" in PostgreSQL), and a miss here means an
+    # insert that the constraint refuses.
+    lowered = Project.objects.filter(org=org).annotate(lname=Lower("name"))
+    return lowered.filter(lname=Lower(Value(name, output_field=CharField()))).first()
 
 
 def token_for_raw(*, raw: str) -> ApiToken | None:

@@ -89,6 +89,9 @@ def _clean_project_fields(name: str, framework: str | None, language: str | None
     return name, (framework or "").strip(), (language or "").strip()
 
 
+_CREATE_ATTEMPTS = 3
+
+
 def project_ensure_named(
     *, user: User, name: str, framework: str | None = None, language: str | None = None, org: Org | None = None
 ) -> tuple[Project, bool]:
@@ -102,25 +105,30 @@ def project_ensure_named(
         org = Org.objects.get(personal_for=user)
     elif not Membership.objects.filter(org=org, user=user).exists():
         raise NotFound(f"org {org.pk} not found")
-    existing = project_in_org_by_name(org=org, name=name)
-    if existing:
-        return existing, False
-    try:
-        with transaction.atomic():
-            taken = set(Project.objects.filter(org=org).values_list("slug", flat=True))
-            project = Project.objects.create(
-                org=org, created_by=user, name=name, slug=_unique_slug(name, taken),
-                framework=framework, language=language,
-            )
-            audit_record(actor=user, action=AuditAction.PROJECT_CREATED, project=project,
-                         target=f"project:{project.id}", summary=name)
-            return project, True
-    except IntegrityError:
-        # Another request created it between our lookup and insert: return theirs.
+    for attempt in range(_CREATE_ATTEMPTS):
         existing = project_in_org_by_name(org=org, name=name)
-        if existing is None:
-            raise
-        return existing, False
+        if existing:
+            return existing, False
+        try:
+            return _project_insert(user=user, org=org, name=name, framework=framework, language=language), True
+        except IntegrityError:
+            # A concurrent request took this name (the lookup above now finds it) or, under another name,
+            # the slug computed here (the next attempt sees it taken): look again.
+            if attempt == _CREATE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _project_insert(*, user: User, org: Org, name: str, framework: str, language: str) -> Project:
+    with transaction.atomic():
+        taken = set(Project.objects.filter(org=org).values_list("slug", flat=True))
+        project = Project.objects.create(
+            org=org, created_by=user, name=name, slug=_unique_slug(name, taken), framework=framework,
+            language=language,
+        )
+        audit_record(actor=user, action=AuditAction.PROJECT_CREATED, project=project,
+                     target=f"project:{project.id}", summary=name)
+        return project
 
 
 def project_create_named(
