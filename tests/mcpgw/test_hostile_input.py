@@ -6,6 +6,7 @@ exactly as they were and none of its texts or ids reach the fuzzing tenant."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -75,6 +76,21 @@ def test_hostile_requests_get_json_rpc_answers(world: dict[str, Any]) -> None:
         _check(world, case)
 
     run()
+    _every_tool_once(world)
+
+
+def _every_tool_once(world: dict[str, Any]) -> None:
+    """Each tool of both profiles with a NUL in every argument it declares, so coverage never depends on
+    what the derandomized generator happens to draw."""
+    target: McpTarget = world["target"]
+    for path, tools in target.tools.items():
+        headers = {"Authorization": f"Bearer {target.token}", "Mcp-Session-Id": target.sessions[path],
+                   "MCP-Protocol-Version": "2025-11-25", "Accept": "application/json, text/event-stream"}
+        for name, schema in tools.items():
+            arguments = {key: "bad\u0000value" for key in schema.get("properties", {})}
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                               "params": {"name": name, "arguments": arguments}}).encode()
+            _check(world, HttpCase(f"{path} tools/call {name}", "POST", path, headers, body))
 
 
 @pytest.mark.parametrize("name", ["NaN", "Infinity", "-1e999", "[1]", "{}", '""'])
