@@ -87,7 +87,7 @@ def _every_tool_once(world: dict[str, Any]) -> None:
         headers = {"Authorization": f"Bearer {target.token}", "Mcp-Session-Id": target.sessions[path],
                    "MCP-Protocol-Version": "2025-11-25", "Accept": "application/json, text/event-stream"}
         for name, schema in tools.items():
-            arguments = {key: "bad\u0000value" for key in schema.get("properties", {})}
+            arguments = dict.fromkeys(schema.get("properties", {}), "bad\x00value")
             body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                "params": {"name": name, "arguments": arguments}}).encode()
             _check(world, HttpCase(f"{path} tools/call {name}", "POST", path, headers, body))
