@@ -89,3 +89,30 @@ def error_of(result: dict[str, Any]) -> dict[str, str]:
     error = json.loads(result["content"][0]["text"])["error"]
     assert set(error) == {"code", "message"} and error["message"], error
     return dict(error)
+
+
+class Cog(Mcp):
+    """The test caller pointed at the Cognibrain endpoint."""
+
+    def post(self, body: Any, headers: dict[str, str] | None = None, raw_body: bytes | None = None) -> Any:
+        data = raw_body if raw_body is not None else json.dumps(body)
+        return self.client.post("/mcp/cognibrain", data=data, content_type="application/json",
+                                headers=self.headers(headers))
+
+    def delete(self, session: str) -> Any:
+        return self.client.delete("/mcp/cognibrain", headers=self.headers({p.SESSION_HEADER: session}))
+
+
+@pytest.fixture
+def cog_a(tenant_a: Any, client: Client) -> Cog:
+    return Cog(client, tenant_a.user_raw)
+
+
+@pytest.fixture
+def cog_b(tenant_b: Any, client: Client) -> Cog:
+    return Cog(client, tenant_b.user_raw)
+
+
+@pytest.fixture
+def cog_scoped(tenant_a: Any, client: Client) -> Cog:
+    return Cog(client, tenant_a.project_raw)

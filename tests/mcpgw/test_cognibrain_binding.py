@@ -3,32 +3,18 @@ Mcp-Session-Id, closed when the MCP session is DELETEd (completed) or expires (a
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
-from typing import Any
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
-from mcpgw import protocol as p
 from mcpgw.models import McpSession
 from mcpgw.services import mcp_sessions_sweep
 from sessions.models import Session
 from tests.conftest import Tenant
-from tests.mcpgw.conftest import Mcp, call_tool
+from tests.mcpgw.conftest import Cog, call_tool
 
 pytestmark = pytest.mark.django_db
-
-
-class Cog(Mcp):
-    def post(self, body: Any, headers: dict[str, str] | None = None, raw_body: bytes | None = None) -> Any:
-        data = raw_body if raw_body is not None else json.dumps(body)
-        return self.client.post("/mcp/cognibrain", data=data, content_type="application/json",
-                                headers=self.headers(headers))
-
-    def delete(self, session: str) -> Any:
-        return self.client.delete("/mcp/cognibrain", headers=self.headers({p.SESSION_HEADER: session}))
 
 
 def guard(cog: Cog, session: str | None = None) -> None:
@@ -38,16 +24,6 @@ def guard(cog: Cog, session: str | None = None) -> None:
 
 def agent(mcp_session: str) -> Session:
     return Session.objects.get(binding=McpSession.objects.get(pk=mcp_session).binding)
-
-
-@pytest.fixture
-def cog_a(tenant_a: Tenant, client: Client) -> Cog:
-    return Cog(client, tenant_a.user_raw)
-
-
-@pytest.fixture
-def cog_b(tenant_b: Tenant, client: Client) -> Cog:
-    return Cog(client, tenant_b.user_raw)
 
 
 def test_each_mcp_session_gets_its_own_agent_session(cog_a: Cog, cog_b: Cog, tenant_a: Tenant) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -12,21 +11,12 @@ from knowledge.guard_models import GuardDecision, GuardPattern
 from knowledge.models import KnowledgeItem
 from sessions.models import Session, SessionEvent, SessionKnowledgeApplication
 from tests.conftest import Tenant
-from tests.mcpgw.conftest import Mcp, call_tool, error_of, ops
+from tests.mcpgw.conftest import Cog, Mcp, call_tool, error_of, ops
 
 pytestmark = pytest.mark.django_db
 NINE = ["cognibrain_context", "cognibrain_coding_context", "cognibrain_guard", "cognibrain_memory_add",
         "cognibrain_correction", "cognibrain_patch_evidence", "cognibrain_health", "cognibrain_outcome",
         "cognibrain_session_end"]
-
-
-class Cog(Mcp):
-    """The test caller pointed at the Cognibrain endpoint."""
-
-    def post(self, body: Any, headers: dict[str, str] | None = None, raw_body: bytes | None = None) -> Any:
-        data = raw_body if raw_body is not None else json.dumps(body)
-        return self.client.post("/mcp/cognibrain", data=data, content_type="application/json",
-                                headers=self.headers(headers))
 
 
 def ok(mcp: Mcp, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -39,21 +29,6 @@ def ok(mcp: Mcp, name: str, args: dict[str, Any] | None = None) -> dict[str, Any
 def code(mcp: Mcp, name: str, args: dict[str, Any]) -> str | None:
     result = call_tool(mcp, name, args)
     return error_of(result)["code"] if result.get("isError") else None
-
-
-@pytest.fixture
-def cog_a(tenant_a: Tenant, client: Client) -> Cog:
-    return Cog(client, tenant_a.user_raw)
-
-
-@pytest.fixture
-def cog_b(tenant_b: Tenant, client: Client) -> Cog:
-    return Cog(client, tenant_b.user_raw)
-
-
-@pytest.fixture
-def cog_scoped(tenant_a: Tenant, client: Client) -> Cog:
-    return Cog(client, tenant_a.project_raw)
 
 
 def test_nine_tools_in_both_eras_and_not_at_mcp(cog_a: Cog, mcp_a: Mcp) -> None:

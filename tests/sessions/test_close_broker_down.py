@@ -25,8 +25,7 @@ from sessions.models import JobStatus, Session, SessionJob
 from sessions.services.dream import dream_runs_requeue
 from sessions.services.jobs import session_jobs_requeue
 from tests.conftest import Tenant
-from tests.mcpgw.conftest import Mcp, call_tool
-from tests.mcpgw.test_cognibrain_tools import Cog
+from tests.mcpgw.conftest import Cog, Mcp, call_tool
 from tests.sessions.test_jobs_worker import sending_to, wait_for, worker
 from tests.support.proc import free_port
 
