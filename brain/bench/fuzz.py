@@ -14,9 +14,6 @@ import argparse
 import json
 import os
 import queue
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from brain.bench.mcp_load import _brain, _free_port, _wait_ready
+from brain.bench.mcp_load import _brain, served_brain
 
 HELP = "fuzz /mcp, /mcp/cognibrain and /api/v1 of a temporary brain with hostile input (needs the dev extras)"
 PATHS = ("/mcp", "/mcp/cognibrain")
@@ -49,29 +46,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _two_tenant_brain(web_workers: int, log: Path) -> Iterator[tuple[str, list[str]]]:
     """(url, [fuzzer token, other tenant's token]) of a fresh brain logging to `log`; stopped and removed
     afterwards (the log stays: it holds the traceback of any 5xx)."""
-    data_dir = Path(tempfile.mkdtemp(prefix="brain-fuzz-"))
-    port = _free_port()
-    env = {**os.environ, "BRAIN_DATA_DIR": str(data_dir), "BRAIN_PORT": str(port), "BRAIN_LOG_LEVEL": "WARNING"}
-    env.pop("DATABASE_URL", None)
-    exe = shutil.which("brain", path=str(Path(sys.executable).parent)) or "brain"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen([exe, "serve", "--no-worker", "--web-workers", str(web_workers)], env=env,
-                                stdout=sink, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(url, proc)
+    with log.open("wb") as sink, served_brain(web_workers, sink) as (url, env):
         tokens = []
         for email in TENANTS:
             _brain("user", "create", "--email", email, env=env)
             tokens.append(_brain("token", "create", "--email", email, "--name", "fuzz", env=env))
         yield url, tokens
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 class Api:

@@ -23,7 +23,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
@@ -83,24 +83,20 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 120) -
 
 
 @contextmanager
-def temporary_brain(web_workers: int) -> Iterator[tuple[str, str]]:
-    """(url, token) of a fresh brain on a temp data dir; everything is stopped and removed afterwards."""
+def served_brain(web_workers: int, output: IO[bytes] | None = None) -> Iterator[tuple[str, dict[str, str]]]:
+    """(url, env for `_brain`) of a fresh `brain serve` (web only) on a temp data dir, its output to `output`
+    (discarded without one); stopped and removed afterwards."""
     data_dir = Path(tempfile.mkdtemp(prefix="brain-bench-"))
     port = _free_port()
     env = {**os.environ, "BRAIN_DATA_DIR": str(data_dir), "BRAIN_PORT": str(port), "BRAIN_LOG_LEVEL": "WARNING"}
     env.pop("DATABASE_URL", None)
     exe = shutil.which("brain", path=str(Path(sys.executable).parent)) or "brain"
     proc = subprocess.Popen([exe, "serve", "--no-worker", "--web-workers", str(web_workers)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=output or subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, proc)
-        _brain("user", "create", "--email", "bench@example.test", env=env)
-        _brain("manage", "shell", "-c", "from projects.selectors.accounts import user_by_email; "
-               "from projects.services.accounts import project_ensure_named as e; "
-               "u=user_by_email(email='bench@example.test');"
-               "[e(user=u, name=f'Bench {i}') for i in range(5)]", env=env)
-        yield url, _brain("token", "create", "--email", "bench@example.test", "--name", "bench", env=env)
+        yield url, env
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -108,6 +104,18 @@ def temporary_brain(web_workers: int) -> Iterator[tuple[str, str]]:
         except subprocess.TimeoutExpired:
             proc.kill()
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@contextmanager
+def temporary_brain(web_workers: int) -> Iterator[tuple[str, str]]:
+    """(url, token) of a fresh brain holding one user with five projects."""
+    with served_brain(web_workers) as (url, env):
+        _brain("user", "create", "--email", "bench@example.test", env=env)
+        _brain("manage", "shell", "-c", "from projects.selectors.accounts import user_by_email; "
+               "from projects.services.accounts import project_ensure_named as e; "
+               "u=user_by_email(email='bench@example.test');"
+               "[e(user=u, name=f'Bench {i}') for i in range(5)]", env=env)
+        yield url, _brain("token", "create", "--email", "bench@example.test", "--name", "bench", env=env)
 
 
 def _meta() -> dict[str, Any]:
