@@ -17,7 +17,7 @@ from django.db import connection
 from django.test import Client
 
 from tests.conftest import Tenant
-from tests.support.proc import free_port
+from tests.support.proc import database_at, free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -71,19 +71,6 @@ def database_back_after(port: int, delay_s: float) -> Iterator[None]:
     finally:
         stop.set()
         thread.join(5)
-
-
-@contextmanager
-def database_at(port: int) -> Iterator[None]:
-    saved = dict(connection.settings_dict)
-    connection.close()
-    connection.settings_dict.update({"HOST": "127.0.0.1", "PORT": str(port)})
-    try:
-        yield
-    finally:
-        connection.close()
-        connection.settings_dict.clear()
-        connection.settings_dict.update(saved)
 
 
 def _initialize(raw: str) -> Any:

@@ -8,26 +8,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection
 from django.test import Client
 
 from tests.conftest import Tenant
-from tests.support.proc import free_port
+from tests.support.proc import database_at, free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def database_down() -> Iterator[None]:
-    saved = dict(connection.settings_dict)
-    connection.close()
-    connection.settings_dict.update({"HOST": "127.0.0.1", "PORT": str(free_port())})
-    try:
+    with database_at(free_port()):
         yield
-    finally:
-        connection.close()
-        connection.settings_dict.clear()
-        connection.settings_dict.update(saved)
 
 
 def test_every_interface_answers_retry_while_the_database_is_down(tenant_a: Tenant, database_down: None) -> None:

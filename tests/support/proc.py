@@ -7,6 +7,8 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -36,3 +38,17 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def database_at(port: int) -> Iterator[None]:
+    """Django's connection pointed at 127.0.0.1:`port` for the block (a closed port: the database is down)."""
+    saved = dict(connection.settings_dict)
+    connection.close()
+    connection.settings_dict.update({"HOST": "127.0.0.1", "PORT": str(port)})
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.settings_dict.clear()
+        connection.settings_dict.update(saved)
