@@ -12,7 +12,7 @@ from knowledge.importing.types import ImportRejected, ParsedRule
 
 FORMATS = ("external-brain-export/1", "external-brain-export/2")
 _RESTORED = ("id", "projectId", "source", "stage", "confidence", "successCount", "failureCount", "decayScore",
-             "framework", "language", "lastUsedAt", "createdAt", "deletedAt", "supersededById")
+             "framework", "language", "lastUsedAt", "createdAt", "deletedAt", "supersededById", "pinned")
 
 
 def looks_like_export(text: str) -> bool:

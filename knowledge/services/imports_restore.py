@@ -1,7 +1,7 @@
 """Restoring rows of our own JSON export: every stored field comes back as it was exported.
 
 Rows are created through `knowledge_create_many` (validation and vectors as for any write), then their
-counters, confidence, decay, dates, deletion and supersession chain are written back. A row lands in
+counters, confidence, decay, pin, dates, deletion and supersession chain are written back. A row lands in
 `project` when one is given, else in the caller's project of the exported project's name (created when
 missing), else among the caller's personal rows. A row identical to one already there (same project,
 type, trigger and rule) is skipped, so importing an export twice creates nothing."""
@@ -27,7 +27,7 @@ CHUNK = 500
 # Export field -> model field, written back after creation.
 _FIELDS = {"confidence": "confidence", "successCount": "success_count", "failureCount": "failure_count",
            "decayScore": "decay_score", "lastUsedAt": "last_used_at", "createdAt": "created_at",
-           "updatedAt": "updated_at", "deletedAt": "deleted_at"}
+           "updatedAt": "updated_at", "deletedAt": "deleted_at", "pinned": "pinned"}
 _DATES = {"lastUsedAt", "createdAt", "updatedAt", "deletedAt"}
 
 
@@ -37,6 +37,8 @@ def _value(key: str, value: Any) -> Any:
         if parsed is None:
             raise ValidationFailed(f"{key} {value!r} is not an ISO date-time")
         return parsed
+    if key == "pinned" and not isinstance(value, bool):
+        raise ValidationFailed(f"pinned must be true or false; got {value!r}")
     return value
 
 

@@ -74,6 +74,7 @@ class ExportKnowledgeOut(KnowledgeOut):
     decayScore: float = 1.0
     fileGlobs: list[str] = Field(default_factory=list)
     alwaysApply: bool = False
+    pinned: bool = False
 
     @staticmethod
     def of_row(row: KnowledgeItem) -> ExportKnowledgeOut:
@@ -82,7 +83,7 @@ class ExportKnowledgeOut(KnowledgeOut):
         return ExportKnowledgeOut.model_construct(**KnowledgeOut.fields_of(row, row.owner_id),
                                                   deletedAt=row.deleted_at, supersededById=row.superseded_by_id,
                                                   decayScore=row.decay_score, fileGlobs=list(row.file_globs),
-                                                  alwaysApply=row.always_apply)
+                                                  alwaysApply=row.always_apply, pinned=row.pinned)
 
 
 class ExportUser(Schema):
@@ -93,7 +94,7 @@ class ExportUser(Schema):
 class ExportOut(Schema):
     """The document GET /export streams (documented here; the body is written row by row)."""
 
-    format: str = Field(description="external-brain-export/2 (/1 lacked decayScore, fileGlobs, alwaysApply)")
+    format: str = Field(description="external-brain-export/2 (/1 lacked decayScore, fileGlobs, alwaysApply, pinned)")
     exportedAt: datetime
     user: ExportUser
     peerCard: PeerCardOut

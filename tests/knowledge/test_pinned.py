@@ -98,3 +98,45 @@ def test_evolution_neither_ages_nor_folds_away_a_pinned_row(tenant_a: Tenant, te
     rows = {r.id: r for r in KnowledgeItem.objects.filter(id__in=[older.id, twin.id, stale.id])}
     assert rows[twin.id].superseded_by_id is None and rows[stale.id].confidence == stale.confidence
     assert not KnowledgeItem.objects.filter(owner=tenant_b.user).exists()
+
+
+def _export(tenant: Tenant) -> dict:
+    import json
+
+    from sessions.api.export import export_document
+
+    return json.loads("".join(export_document(tenant.principal, sessions=False)))
+
+
+def _import_text(tenant: Tenant, text: str) -> dict:
+    from knowledge.services.imports import ImportFile, knowledge_import
+
+    return knowledge_import(principal=tenant.principal, files=[ImportFile("export.json", text.encode())]).as_dict()
+
+
+def test_pinned_survives_export_and_import(tenant_a: Tenant, tenant_b: Tenant, old_rows: list[KnowledgeItem]) -> None:
+    import json
+
+    knowledge_pin(principal=tenant_a.principal, item_id=old_rows[0].id)
+    document = _export(tenant_a)
+    assert document["format"] == "external-brain-export/2"
+    flags = {row["rule"]: row["pinned"] for row in document["knowledge"]}
+    assert flags == {r.content: r is old_rows[0] for r in old_rows}
+    assert not any(row["pinned"] for row in _export(tenant_b)["knowledge"])  # the other tenant has none of it
+    KnowledgeItem.objects.filter(owner=tenant_a.user).delete()
+    out = _import_text(tenant_a, json.dumps(document))
+    assert out["created"] == 3
+    restored = {r.content: r.pinned for r in KnowledgeItem.objects.filter(owner=tenant_a.user)}
+    assert restored == flags
+    assert not KnowledgeItem.objects.filter(owner=tenant_b.user).exists()
+
+
+def test_import_refuses_a_pinned_flag_that_is_not_a_boolean(tenant_a: Tenant, old_rows: list[KnowledgeItem]) -> None:
+    import json
+
+    document = _export(tenant_a)
+    KnowledgeItem.objects.filter(owner=tenant_a.user).delete()
+    document["knowledge"][0]["pinned"] = "yes"
+    out = _import_text(tenant_a, json.dumps(document))
+    assert "pinned must be true or false" in json.dumps(out)
+    assert not KnowledgeItem.objects.filter(owner=tenant_a.user).exists()
