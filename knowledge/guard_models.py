@@ -62,12 +62,13 @@ class DreamRun(TimestampedModel):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     scope = models.CharField(max_length=60)
     reason = models.CharField(max_length=40)
-    # The run is its own outbox: it commits with the session end, and its two jobs are sent afterwards.
+    # The run is its own outbox: it commits with the session end, and its three jobs are sent afterwards.
     # enqueued_at stays empty while the broker is unreachable (a beat sweep sends it later); each job
     # stamps its own *_at in the transaction that writes its result, so a re-sent message runs it once.
     enqueued_at = models.DateTimeField(null=True, blank=True)
     evolved_at = models.DateTimeField(null=True, blank=True)
     decayed_at = models.DateTimeField(null=True, blank=True)
+    crossed_at = models.DateTimeField(null=True, blank=True)  # the owner's cross-session extract
 
     class Meta:
         indexes = [models.Index(fields=["scope", "-created_at"], name="dream_run_scope_recent")]

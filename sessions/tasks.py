@@ -35,6 +35,18 @@ def session_autoskill(self: Task, session_id: str) -> str:
     return _run(self, session_id, "autoskill", autoskill_work)
 
 
+@shared_task(name="sessions.tasks.cross_session_dream", acks_late=True, reject_on_worker_lost=True,
+             autoretry_for=(Exception,), max_retries=3, retry_backoff=30, retry_backoff_max=600, retry_jitter=True)
+def cross_session_dream(scope: str, as_of: str, run_id: str) -> str:
+    """The dream cycle's third job: the cross-session extract of the run's owner, once per run."""
+    from knowledge.services.dream_runs import dream_job_run
+    from sessions.services.cross_session import cross_session_dream as work
+
+    del scope, as_of  # the run row holds both; the arguments match the other dream tasks
+    return dream_job_run(run_id=run_id, job="cross_session",
+                         work=lambda run, _, at: work(owner_id=run.owner_id, as_of=at))
+
+
 @shared_task(name="sessions.tasks.session_jobs_requeue", acks_late=True)
 def requeue_pending() -> int:
     """Beat, every minute: send again jobs (session jobs, dream runs) the broker never got or whose worker died."""

@@ -1,4 +1,5 @@
-"""Running one job (evolution or decay) of one recorded dream run exactly once, however often it is sent.
+"""Running one job (evolution, decay or the cross-session extract) of one recorded dream run exactly once,
+however often it is sent.
 
 The run row is locked for the job's transaction and the job stamps its `*_at` field in that same
 transaction: a second message for the same job waits on the lock, then finds the stamp and does nothing;
@@ -21,10 +22,10 @@ from knowledge.guard_models import DreamRun
 from knowledge.nightly import NightlyScope
 
 logger = logging.getLogger(__name__)
-DREAM_JOBS = {"evolve": "evolved_at", "decay": "decayed_at"}
+DREAM_JOBS = {"evolve": "evolved_at", "decay": "decayed_at", "cross_session": "crossed_at"}
 
 
-def dream_job_run(*, run_id: str, job: str, work: Callable[[NightlyScope, datetime], int]) -> str:
+def dream_job_run(*, run_id: str, job: str, work: Callable[[DreamRun, NightlyScope, datetime], int]) -> str:
     """Runs `work` for the run's scope as of the run's instant unless this job of the run already finished."""
     stamp = DREAM_JOBS.get(job)
     if stamp is None:
@@ -39,7 +40,7 @@ def dream_job_run(*, run_id: str, job: str, work: Callable[[NightlyScope, dateti
             outcome = "skipped_run_gone" if run is None else "skipped_already_done"
             log_op(logger, "dream.job", run=str(run_id)[:8], job=job, outcome=outcome, items=0)
             return outcome
-        items = work(NightlyScope.parse(run.scope), run.created_at)
+        items = work(run, NightlyScope.parse(run.scope), run.created_at)
         DreamRun.objects.filter(pk=run.pk).update(**{stamp: timezone.now()})
     log_op(logger, "dream.job", run=str(run_id)[:8], job=job, outcome="ok", items=items)
     return "ok"

@@ -99,7 +99,8 @@ def cognibrain_outcome(principal: Principal, args: s.OutcomeIn) -> s.OutcomeOut:
 
 @cognibrain_tool(title="End the session", read_only=False, idempotent=True, description=(
     "Closes the current session (scored and learned from like brain_report_session_outcome). With "
-    "runDreamIfDue, queues the dream cycle (evolution and decay) when due, at most once per scope per hour."))
+    "runDreamIfDue, queues the dream cycle (evolution, decay, cross-session) when due, at most once per scope "
+    "per hour."))
 def cognibrain_session_end(principal: Principal, args: s.SessionEndIn) -> s.SessionEndOut:
     session = session_current_open(principal=principal)
     if session is None:

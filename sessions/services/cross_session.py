@@ -89,6 +89,13 @@ def cross_session_run_user(*, user: User, as_of: datetime) -> int | None:
     return len(result.created)
 
 
+def cross_session_dream(*, owner_id: uuid.UUID, as_of: datetime) -> int:
+    """The dream cycle's cross-session job: the extract of the run's owner (the user whose session ended).
+    Cross-session work is per user (its cursor is), so it covers the scope's sessions and the owner's others;
+    rows it creates; 0 when too few sessions closed since the last extract."""
+    return cross_session_run_user(user=User.objects.get(id=owner_id), as_of=as_of) or 0
+
+
 def cross_session_run_all(*, as_of: str | datetime | None = None) -> int:
     """The daily job over every user with closed sessions; returns how many rows it created."""
     started, instant = time.monotonic(), parse_as_of(as_of)

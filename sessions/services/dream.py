@@ -1,10 +1,11 @@
-"""The dream cycle: the existing evolution and decay jobs for one scope, queued at session end when due.
+"""The dream cycle: the existing evolution, decay and cross-session jobs for one scope, queued at session end
+when due.
 
 Due when DREAM_WRITES knowledge writes happened in the scope since the last cycle, or DREAM_EVERY passed
 (a scope that never dreamt is due once it has any write), and never twice within DREAM_MIN_GAP. What the
 jobs propose (consolidations, fades) waits in the review queue like any nightly proposal.
 
-The `DreamRun` row is the outbox: it commits with the decision, the two messages go out after commit, a
+The `DreamRun` row is the outbox: it commits with the decision, the three messages go out after commit, a
 broker outage leaves the row unsent for the beat sweep (`dream_runs_requeue`), and each job stamps the row
 when done so a message sent twice runs its job once (knowledge/services/dream_runs.py).
 """
@@ -34,7 +35,8 @@ DREAM_WRITES = 20
 DREAM_EVERY = timedelta(hours=24)
 DREAM_MIN_GAP = timedelta(hours=1)
 # (task, the run's field its job stamps when done); the tasks take (scope, as_of, run id).
-DREAM_TASKS = (("knowledge.tasks.evolve_scope", "evolved_at"), ("knowledge.tasks.decay_scope", "decayed_at"))
+DREAM_TASKS = (("knowledge.tasks.evolve_scope", "evolved_at"), ("knowledge.tasks.decay_scope", "decayed_at"),
+               ("sessions.tasks.cross_session_dream", "crossed_at"))
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,9 @@ def dream_due(*, scope: NightlyScope, now: datetime) -> DreamDue:
 
 
 def dream_queue_if_due(*, owner: User, scope: NightlyScope, now: datetime | None = None) -> DreamDue:
-    """Records the run and sends the scope's evolution and decay tasks after commit, when due. The run row
-    is the outbox: an unreachable broker leaves it unsent for `dream_runs_requeue`, never fails the caller."""
+    """Records the run and sends the scope's evolution, decay and cross-session tasks after commit, when due.
+    The run row is the outbox: an unreachable broker leaves it unsent for `dream_runs_requeue`, never fails
+    the caller."""
     instant = now or timezone.now()
     with transaction.atomic():
         with connection.cursor() as cur:  # once per scope per hour, even when two sessions end together
@@ -101,7 +104,9 @@ def dream_runs_requeue(*, now: datetime | None = None) -> int:
     (a message lost with the broker). Older runs are left to the next cycle. Returns messages sent."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=job_settings().requeue_after_s)
-    unfinished = Q(evolved_at__isnull=True) | Q(decayed_at__isnull=True)
+    unfinished = Q()
+    for _, done in DREAM_TASKS:
+        unfinished |= Q(**{f"{done}__isnull": True})
     due = DreamRun.objects.filter(created_at__gte=now - DREAM_MIN_GAP).filter(
         Q(enqueued_at__isnull=True) | (Q(enqueued_at__lt=stale) & unfinished))
     ids = list(due.values_list("pk", flat=True)[:100])

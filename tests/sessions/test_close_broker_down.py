@@ -2,7 +2,8 @@
 once after the broker comes back (a real redis-server started on the port that was closed, a real worker).
 
 Both ends are covered: brain_report_session_outcome on /mcp (extraction and autoskill jobs) and
-cognibrain_session_end with runDreamIfDue on /mcp/cognibrain (the dream cycle's evolution and decay).
+cognibrain_session_end with runDreamIfDue on /mcp/cognibrain (the dream cycle's evolution, decay and
+cross-session jobs).
 """
 
 from __future__ import annotations
@@ -99,21 +100,26 @@ def test_cognibrain_session_end_with_the_broker_down_queues_the_dream_once_it_is
         ended = _ok(cog, "cognibrain_session_end", {"runDreamIfDue": True})
         assert ended["closed"] is True and ended["dreamQueued"] is True
         run = DreamRun.objects.get(owner=tenant_a.user)
-        assert (run.enqueued_at, run.evolved_at, run.decayed_at) == (None, None, None)
+        assert (run.enqueued_at, run.evolved_at, run.decayed_at, run.crossed_at) == (None, None, None, None)
         assert dream_runs_requeue() == 0  # still down
         with redis_on(port), worker(f"redis://127.0.0.1:{port}/0", tmp_path):
-            wait_for(lambda: dream_runs_requeue() == 2 or _run(run).enqueued_at is not None, "the sweep to send")
-            wait_for(lambda: _run(run).evolved_at is not None and _run(run).decayed_at is not None,
-                     "evolution and decay of the run")
-            stamps = (_run(run).evolved_at, _run(run).decayed_at)
+            wait_for(lambda: dream_runs_requeue() == 3 or _run(run).enqueued_at is not None, "the sweep to send")
+            wait_for(lambda: None not in _stamps(run), "evolution, decay and cross-session work of the run")
+            stamps = _stamps(run)
             assert dream_runs_requeue() == 0  # finished runs are never sent again
-            for task in ("knowledge.tasks.evolve_scope", "knowledge.tasks.decay_scope"):
+            for task in ("knowledge.tasks.evolve_scope", "knowledge.tasks.decay_scope",
+                         "sessions.tasks.cross_session_dream"):
                 app.send_task(task, args=[run.scope, run.created_at.isoformat(), str(run.id)])
-            wait_for(lambda: _logged(tmp_path, "outcome=skipped_already_done") >= 2, "the repeats to be skipped")
-    assert (_run(run).evolved_at, _run(run).decayed_at) == stamps
-    assert _logged(tmp_path, "op=dream.job") == 4 and _logged(tmp_path, "outcome=ok") == 2
+            wait_for(lambda: _logged(tmp_path, "outcome=skipped_already_done") >= 3, "the repeats to be skipped")
+    assert _stamps(run) == stamps
+    assert _logged(tmp_path, "op=dream.job") == 6 and _logged(tmp_path, "outcome=ok") == 3
     assert not DreamRun.objects.filter(owner=tenant_b.user).exists()
 
 
 def _run(run: DreamRun) -> DreamRun:
     return DreamRun.objects.get(pk=run.pk)
+
+
+def _stamps(run: DreamRun) -> tuple[object, ...]:
+    fresh = _run(run)
+    return fresh.evolved_at, fresh.decayed_at, fresh.crossed_at
