@@ -139,19 +139,22 @@ def _text_of(provider: str, data: dict[str, Any]) -> str:
     return str((choices[0].get("message") or {}).get("content") or "")
 
 
-def complete(*, system: str, prompt: str, model: str | None = None, max_tokens: int = 1024) -> str:
-    """One completion from the routed provider; raises LlmUnavailable after the retries are spent."""
+def complete(*, system: str, prompt: str, model: str | None = None, max_tokens: int = 1024,
+             timeout_s: float | None = None, max_attempts: int | None = None) -> str:
+    """One completion from the routed provider; raises LlmUnavailable after the retries are spent.
+    `timeout_s` / `max_attempts` shorten the configured ones for a caller that someone is waiting on."""
     model = model or configured_model()
     if model == HEURISTIC:
         raise LlmUnavailable("no LLM is configured (heuristic mode); set KEA_MODEL and its provider key")
     route = route_for(model)
     url, headers, body = _request(route, model, system, prompt, max_tokens)
     llm = llm_settings()
-    attempts, delay = llm.max_attempts, llm.backoff_s
+    attempts, delay = min(max_attempts or llm.max_attempts, llm.max_attempts), llm.backoff_s
+    timeout = min(timeout_s or llm.timeout_s, llm.timeout_s)
     started = time.monotonic()
     for attempt in range(1, attempts + 1):
         try:
-            response = httpx.post(url, json=body, headers=headers, timeout=llm.timeout_s)
+            response = httpx.post(url, json=body, headers=headers, timeout=timeout)
             if response.status_code not in _RETRY_STATUSES:
                 response.raise_for_status()
                 text = _text_of(route.provider, response.json())

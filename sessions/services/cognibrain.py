@@ -22,9 +22,10 @@ from knowledge.services.create import KnowledgeDraft, knowledge_create
 from knowledge.services.guard import guard_alternative_set, guard_rule_add
 from projects.scope import Principal
 from sessions.models import ApplicationRole, Session, SessionEvent, SessionKnowledgeApplication
+from sessions.services.correction_kea import correction_derive
 from sessions.services.current import task_tag
 from sessions.services.events import session_event_log
-from sessions.services.policy import Policy, correction_parse, policy_parse
+from sessions.services.policy import Policy, policy_parse
 
 logger = logging.getLogger(__name__)
 STDERR_KEEP = 4000
@@ -131,15 +132,16 @@ def _store(session: Session, *, content: str, type: str, trigger: str = "", rati
 
 
 def correction_record(*, session: Session, text: str) -> Corrected:
-    """Stores the correction; "not X, use Y" also gives the forbidden action and the procedure."""
+    """Stores the correction; "not X, use Y" also gives the forbidden action and the procedure (derived by the
+    KEA model when one is set, by heuristics otherwise: sessions/services/correction_kea.py)."""
     text_storable(text=text)
     if len(text.strip()) < RULE_MIN or len(text) > RULE_MAX:
         raise ValidationFailed(f"text must be {RULE_MIN}-{RULE_MAX} characters: the operator's correction")
     clean = " ".join(text.split())
+    parsed, derived_by = correction_derive(text=clean, user_id=session.user_id)  # a model call: no transaction
     with transaction.atomic():
         done = Corrected(session_event_log(session=session, event_type="user_correction", content=clean,
                                            payload={"kind": "correction", "text": clean}))
-        parsed = correction_parse(clean)
         if parsed is None:
             done.stored.append(_store(session, content=clean, type=KnowledgeType.HEURISTIC))
         else:
@@ -155,7 +157,7 @@ def correction_record(*, session: Session, text: str) -> Corrected:
         if policy is not None:
             done.stored.append(_policy_rule(session, policy, clean, source="user_correction"))
     log_op(logger, "cognibrain.correction", stored=len(done.stored), superseded=len(done.superseded),
-           parsed=parsed is not None)
+           parsed=parsed is not None, derivedBy=derived_by)
     return done
 
 
