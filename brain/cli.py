@@ -43,6 +43,7 @@ COMMANDS: list[Command] = [
     Command(("embeddings", "backfill"), "sessions.cli.embeddings"),
     Command(("import",), "knowledge.cli.imports"),
     Command(("export",), "sessions.cli.export"),
+    Command(("guard", "calibrate"), "knowledge.cli.guard_calibrate"),
     Command(("mcp", "stdio"), "mcpgw.stdio", needs_db=False),
     Command(("bench", "jobs"), "brain.bench.jobs"),
     Command(("bench", "tools"), "brain.bench.tools"),

@@ -206,6 +206,8 @@ BRAIN_EMBEDDINGS_TIMEOUT_S = env_override("BRAIN_EMBEDDINGS_TIMEOUT_S", float)
 BRAIN_EMBEDDINGS_BATCH_SIZE = env_override("BRAIN_EMBEDDINGS_BATCH_SIZE", int)
 BRAIN_EMBEDDINGS_MAX_TOKENS = env_override("BRAIN_EMBEDDINGS_MAX_TOKENS", int)  # local model input cut
 BRAIN_EMBEDDER_CHECK = "knowledge.embeddings.embedder_health"
+# The semantic guard's warning threshold; unset: `brain guard calibrate`'s stored value, else 0.62 (docs/tools.md).
+BRAIN_GUARD_SEMANTIC_THRESHOLD = env_override("BRAIN_GUARD_SEMANTIC_THRESHOLD", float)
 BRAIN_RETRIEVAL = {
     "rrf_k": env_override("BRAIN_RETRIEVAL_RRF_K", int),
     "weight_vector": env_override("BRAIN_RETRIEVAL_WEIGHT_VECTOR", float),

@@ -85,3 +85,23 @@ class GuardRuleVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scope} v{self.version}"
+
+
+class GuardCalibration(TimestampedModel):
+    """One run of `brain guard calibrate`: the semantic guard's threshold chosen for one embedding model from
+    the cosine similarities of labelled (forbidden action, planned action) pairs. The guard uses the newest
+    row of the model it embeds with, unless BRAIN_GUARD_SEMANTIC_THRESHOLD overrides it."""
+
+    embedding_model = models.CharField(max_length=200)
+    threshold = models.FloatField()
+    source = models.CharField(max_length=80, help_text="builtin, or the scope whose stored forbidden actions")
+    matches = models.PositiveIntegerField()
+    non_matches = models.PositiveIntegerField()
+    true_positive_rate = models.FloatField()
+    false_positive_rate = models.FloatField()
+
+    class Meta:
+        indexes = [models.Index(fields=["embedding_model", "-created_at"], name="guard_calibration_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.embedding_model}: {self.threshold:.3f} ({self.source})"

@@ -273,4 +273,9 @@ class HealthSnapshot(TimestampedModel):
         ]
 
 
-from knowledge.guard_models import DreamRun, GuardDecision, GuardPattern  # noqa: E402,F401  (i14: Cognibrain)
+from knowledge.guard_models import (  # noqa: E402,F401  (i14: Cognibrain)
+    DreamRun,
+    GuardCalibration,
+    GuardDecision,
+    GuardPattern,
+)

@@ -14,6 +14,7 @@ import functools
 import re
 import shlex
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,11 +25,12 @@ from django.db import connection
 from django.db.models import Q
 
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
-from knowledge.guard_models import GuardKind, GuardPattern, GuardRuleVersion, GuardSeverity
+from knowledge.guard_models import GuardCalibration, GuardKind, GuardPattern, GuardRuleVersion, GuardSeverity
 from knowledge.models import REVIEW_HELD, KnowledgeItem, KnowledgeType, review_clear
 
-# Cosine similarity at or above which a stored forbidden action warns (MiniLM: paraphrases of one
-# instruction score ~0.65-0.9, unrelated shell commands < 0.45). BRAIN_GUARD_SEMANTIC_THRESHOLD overrides it.
+# Cosine similarity at or above which a stored forbidden action warns, until `brain guard calibrate` has
+# measured one for the embedding model in use (MiniLM: paraphrases of one instruction score ~0.65-0.9,
+# unrelated shell commands < 0.45). BRAIN_GUARD_SEMANTIC_THRESHOLD overrides both.
 SEMANTIC_THRESHOLD = 0.62
 EDIT_VERBS = {"edit", "write", "modify", "update", "create", "delete", "remove", "patch", "change", "touch", "open"}
 _PATHISH = re.compile(r"^[\w@.~+-]*(?:/[\w@.*+-]*)+$|^[\w@+-]+\.[A-Za-z0-9]{1,8}$")
@@ -268,9 +270,32 @@ def deterministic_verdict(rules: Sequence[Rule] | RuleIndex, parsed: ParsedActio
     return verdict
 
 
-def semantic_threshold() -> float:
+_CALIBRATED: dict[str, tuple[float | None, float]] = {}  # embedding model -> (threshold, read at)
+CALIBRATION_TTL_S = 60.0  # a calibration run in another process is picked up within a minute
+
+
+def calibrated_threshold(model: str) -> float | None:
+    """The newest `brain guard calibrate` result for `model` (GuardCalibration), cached per process."""
+    cached = _CALIBRATED.get(model)
+    if cached is not None and time.monotonic() - cached[1] < CALIBRATION_TTL_S:
+        return cached[0]
+    row = GuardCalibration.objects.filter(embedding_model=model).order_by("-created_at").first()
+    value = row.threshold if row else None
+    _CALIBRATED[model] = (value, time.monotonic())
+    return value
+
+
+def calibration_cache_clear() -> None:
+    _CALIBRATED.clear()
+
+
+def semantic_threshold(model: str | None = None) -> float:
+    """BRAIN_GUARD_SEMANTIC_THRESHOLD when set, else the calibrated value of `model`, else the code default."""
     value = getattr(settings, "BRAIN_GUARD_SEMANTIC_THRESHOLD", None)
-    return SEMANTIC_THRESHOLD if value is None else float(value)
+    if value is not None:
+        return float(value)
+    calibrated = calibrated_threshold(model) if model else None
+    return SEMANTIC_THRESHOLD if calibrated is None else calibrated
 
 
 def semantic_warnings(*, owner_id: uuid.UUID, project_ids: Sequence[uuid.UUID], action: str,
@@ -290,7 +315,7 @@ def semantic_warnings(*, owner_id: uuid.UUID, project_ids: Sequence[uuid.UUID], 
 
     rows = (forbidden.filter(embedding_model=model)
             .annotate(distance=CosineDistance("embedding", vector)).order_by("distance")[:3])
-    limit = 1.0 - semantic_threshold()
+    limit = 1.0 - semantic_threshold(model)
     return [(str(r.id), f"Close to a stored forbidden action: {' '.join(r.content.split())} (knowledge {r.id}, "
              f"similarity {1 - r.distance:.2f})") for r in rows if r.distance <= limit and str(r.id) not in skip]
 
