@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from brain.errors import BrainError
-from knowledge.guard_models import DreamRun, GuardDecision, GuardPattern, GuardRuleVersion
+from knowledge.guard_models import DreamRun, GuardCalibration, GuardDecision, GuardPattern, GuardRuleVersion
 from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, LlmUsage, PeerCard, Proposal
 from knowledge.services.curate import knowledge_delete, knowledge_restore
 from knowledge.services.proposals import proposal_approve
@@ -140,7 +140,7 @@ class GuardDecisionAdmin(admin.ModelAdmin):
 
 @admin.register(DreamRun)
 class DreamRunAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "scope", "reason", "owner")
+    list_display = ("created_at", "scope", "reason", "owner", "evolved_at", "decayed_at", "crossed_at")
     search_fields = ("scope", "owner__email")
     raw_id_fields = ("owner",)
 
@@ -157,3 +157,12 @@ class GuardRuleVersionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+@admin.register(GuardCalibration)
+class GuardCalibrationAdmin(admin.ModelAdmin):
+    """Written by `brain guard calibrate`; the newest row per embedding model is the guard's threshold."""
+
+    list_display = ("created_at", "embedding_model", "threshold", "source", "true_positive_rate",
+                    "false_positive_rate", "matches", "non_matches")
+    list_filter = ("embedding_model",)

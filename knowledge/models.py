@@ -195,6 +195,8 @@ class LlmUsage(models.Model):
 class ProposalKind(models.TextChoices):
     NEW_KNOWLEDGE = "new_knowledge", "New knowledge row"
     SKILL_PATCH = "skill_patch", "Append to a skill"
+    MERGE = "merge", "Fold a near-duplicate into its older twin"  # the dream cycle's consolidations
+    FADE = "fade", "Let a rule fade"  # the dream cycle's age-outs and retirements
 
 
 class ProposalStatus(models.TextChoices):
@@ -204,10 +206,11 @@ class ProposalStatus(models.TextChoices):
 
 
 class Proposal(TimestampedModel):
-    """An autoskill suggestion waiting for a human: a new row, or text appended to an existing skill.
+    """A suggestion waiting for a human: from autoskill a new row or text appended to an existing skill; from
+    the dream cycle a merge of `target` into an older twin, or a fade of `target` (details in `signals`).
 
-    `session_id` is a plain UUID (knowledge may not import sessions); (session_id, target_key) is unique,
-    so rerunning autoskill on a session proposes nothing twice."""
+    `session_id` is a plain UUID (knowledge may not import sessions): the session, or the dream run that
+    proposed it. (session_id, target_key) is unique, so rerunning either proposes nothing twice."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="proposals")
     project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")

@@ -24,7 +24,7 @@ def decay_scope(scope: str, as_of: str, run_id: str | None = None) -> int | str:
     With `run_id` (a dream run) it runs once per run however often the message arrives."""
     if run_id:
         return dream_job_run(run_id=run_id, job="decay",
-                             work=lambda _, s, at: decay_scope_run(scope=s, as_of=at).changed)
+                             work=lambda run, s, at: decay_scope_run(scope=s, as_of=at, propose_to=run.id).changed)
     return decay_scope_run(scope=NightlyScope.parse(scope), as_of=parse_as_of(as_of)).changed
 
 
@@ -33,7 +33,7 @@ def evolve_scope(scope: str, as_of: str, run_id: str | None = None) -> int | str
     """Evolution of one scope as of a fixed instant; with `run_id`, once per dream run."""
     if run_id:
         return dream_job_run(run_id=run_id, job="evolve",
-                             work=lambda _, s, at: evolution_scope_run(scope=s, as_of=at).merged)
+                             work=lambda run, s, at: evolution_scope_run(scope=s, as_of=at, propose_to=run.id).merged)
     return evolution_scope_run(scope=NightlyScope.parse(scope), as_of=parse_as_of(as_of)).merged
 
 

@@ -23,7 +23,14 @@ from projects.views.attempt import attempt
 
 
 def proposal_patch(proposal: Proposal) -> str:
-    """What approving changes, as a unified diff (a skill patch appends; a new row starts from nothing)."""
+    """What approving changes, as a unified diff (a skill patch appends; a new row starts from nothing; a merge
+    removes the folded rule; a fade keeps the text, its rationale says what changes)."""
+    if proposal.kind == ProposalKind.MERGE:
+        folded = difflib.unified_diff(proposal.content.splitlines(), [], "rule (now)", "rule (folded into its twin)",
+                                      lineterm="")
+        return "\n".join(folded)
+    if proposal.kind == ProposalKind.FADE:
+        return proposal.content
     before = proposal.target.content.splitlines() if proposal.kind == ProposalKind.SKILL_PATCH and proposal.target \
         else []
     after = [*before, f"- {proposal.content.strip()}"] if before else proposal.content.splitlines()

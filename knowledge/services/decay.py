@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,6 +21,7 @@ from brain.logs import log_op
 from knowledge.models import KnowledgeItem, KnowledgeType
 from knowledge.nightly import NightlyScope
 from knowledge.selectors.search import decay_floor
+from knowledge.services.dream_proposals import RETIRE, propose_fade
 
 logger = logging.getLogger(__name__)
 
@@ -68,19 +70,29 @@ def _flagged_tags(item: KnowledgeItem) -> list[str]:
     return [*tags, LOW_EFFECTIVENESS_TAG] if rate is not None and rate < LOW_EFFECTIVENESS else tags
 
 
-def decay_scope_run(*, scope: NightlyScope, as_of: datetime) -> DecayReport:
-    """Recomputes decay and the low-effectiveness flag for one scope as of `as_of` (same input, same result)."""
+def _propose_retirement(run_id: uuid.UUID, item: KnowledgeItem, score: float) -> float:
+    """The dream cycle asks before a row leaves retrieval: the fade is proposed, the score stays."""
+    propose_fade(run_id, item, RETIRE, f"Unused since {(item.last_used_at or item.created_at):%Y-%m-%d}: its decay "
+                 f"would fall to {score:.2f}, under the floor, and it would leave retrieval.", decay=score)
+    return item.decay_score
+
+
+def decay_scope_run(*, scope: NightlyScope, as_of: datetime, propose_to: uuid.UUID | None = None) -> DecayReport:
+    """Recomputes decay and the low-effectiveness flag for one scope as of `as_of` (same input, same result).
+    With `propose_to` (a dream run), a row that would cross the decay floor is proposed to fade instead."""
     items = list(scope.items().exclude(type=KnowledgeType.DECISION).exclude(pinned=True).only(
-        "id", "tags", "success_count", "failure_count", "last_used_at", "created_at", "decay_score"))
-    changed = []
+        "id", "owner_id", "project_id", "type", "trigger", "content", "tags", "success_count", "failure_count",
+        "last_used_at", "created_at", "decay_score"))
+    changed, floor = [], decay_floor()
     for item in items:
         score, tags = decay_score(item, as_of), _flagged_tags(item)
+        if propose_to is not None and score <= floor < item.decay_score:
+            score = _propose_retirement(propose_to, item, score)
         if score != item.decay_score or tags != item.tags:
             item.decay_score, item.tags = score, tags
             changed.append(item)
     with transaction.atomic():
         KnowledgeItem.objects.bulk_update(changed, ["decay_score", "tags"], batch_size=500)
-    floor = decay_floor()
     report = DecayReport(
         rows=len(items), changed=len(changed),
         retired=sum(1 for i in items if i.decay_score <= floor),

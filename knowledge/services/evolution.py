@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import statistics
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -19,6 +20,7 @@ from knowledge.llm_json import MalformedReply, parse_json_reply
 from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, KnowledgeType, review_clear
 from knowledge.nightly import NightlyScope
 from knowledge.selectors.search import decay_floor
+from knowledge.services.dream_proposals import AGE_OUT, propose_fade, propose_merge
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ def _neighbours(scope: NightlyScope, item: KnowledgeItem, similarity: float) -> 
     )
 
 
-def _merge_into(survivor: KnowledgeItem, twin: KnowledgeItem) -> None:
+def merge_into(survivor: KnowledgeItem, twin: KnowledgeItem) -> None:
     extra = [t for t in [*twin.tags, f"source:{twin.source}" if twin.source else ""] if t and t not in survivor.tags]
     KnowledgeItem.objects.filter(id=survivor.id).update(
         success_count=F("success_count") + twin.success_count, failure_count=F("failure_count") + twin.failure_count,
@@ -69,8 +71,9 @@ def _merge_into(survivor: KnowledgeItem, twin: KnowledgeItem) -> None:
     KnowledgeItem.objects.filter(id=twin.id).update(superseded_by=survivor)
 
 
-def merge_duplicates(scope: NightlyScope) -> int:
-    """Same-type live rows above cosine 0.92 fold into the oldest: counters summed, tags and sources appended."""
+def merge_duplicates(scope: NightlyScope, propose_to: uuid.UUID | None = None) -> int:
+    """Same-type live rows above cosine 0.92 fold into the oldest: counters summed, tags and sources appended.
+    With `propose_to` (a dream run) each merge is proposed for review instead (services/dream_proposals.py)."""
     merged = 0
     rows = KnowledgeItem.objects.filter(_live(scope), embedding__isnull=False).exclude(type__in=_UNMERGED)
     for item in rows.order_by("created_at", "id"):
@@ -82,17 +85,25 @@ def merge_duplicates(scope: NightlyScope) -> int:
                 # Near-identical wording with opposite polarity is a contradiction, never a duplicate.
                 # A pinned row is never folded away: it would leave retrieval like a faded one.
                 if twin.type == item.type and newer and not twin.pinned and not opposes(item, twin):
-                    _merge_into(item, twin)
+                    if propose_to is None:
+                        merge_into(item, twin)
+                    elif not propose_merge(propose_to, item, twin, 1 - float(getattr(twin, "distance", 0.0))):
+                        continue
                     merged += 1
     return merged
 
 
-def age_out(scope: NightlyScope, as_of: datetime) -> int:
-    """Framework rules unused for 180 days lose half their confidence, once (tagged aged_out)."""
+def age_out(scope: NightlyScope, as_of: datetime, propose_to: uuid.UUID | None = None) -> int:
+    """Framework rules unused for 180 days lose half their confidence, once (tagged aged_out); with
+    `propose_to` (a dream run) each is proposed to fade instead."""
     cutoff = as_of - timedelta(days=AGE_OUT_DAYS)
     stale = KnowledgeItem.objects.filter(_live(scope)).exclude(framework="").exclude(tags__contains=[AGED_TAG]).filter(
         Q(last_used_at__lte=cutoff) | Q(last_used_at__isnull=True, created_at__lte=cutoff)
     ).exclude(type__in=(KnowledgeType.DECISION, KnowledgeType.ACTION_ITEM)).exclude(pinned=True)  # never fade
+    if propose_to is not None:
+        return sum(propose_fade(propose_to, item, AGE_OUT, f"Framework rule unused for {AGE_OUT_DAYS} days: its "
+                                f"confidence would halve ({item.confidence:.2f} to "
+                                f"{item.confidence * AGE_OUT_FACTOR:.2f}).") for item in stale)
     aged = 0
     with transaction.atomic():
         for item in stale.select_for_update():
@@ -177,11 +188,13 @@ def health_snapshot(scope: NightlyScope, as_of: datetime) -> HealthSnapshot:
     return snapshot
 
 
-def evolution_scope_run(*, scope: NightlyScope, as_of: datetime) -> EvolutionReport:
-    """Runs the four evolution steps for one scope and logs one `evolution.run` line."""
-    report = EvolutionReport(merged=merge_duplicates(scope), aged=age_out(scope, as_of),
+def evolution_scope_run(*, scope: NightlyScope, as_of: datetime, propose_to: uuid.UUID | None = None
+                        ) -> EvolutionReport:
+    """Runs the four evolution steps for one scope and logs one `evolution.run` line. With `propose_to` (the
+    dream cycle's run), merges and age-outs are proposed for review rather than applied."""
+    report = EvolutionReport(merged=merge_duplicates(scope, propose_to), aged=age_out(scope, as_of, propose_to),
                              contradictions=find_contradictions(scope, as_of))
     snapshot = health_snapshot(scope, as_of)
     log_op(logger, "evolution.run", scope=scope.key, asOf=as_of.isoformat(), merged=report.merged, aged=report.aged,
-           contradictions=report.contradictions, active=snapshot.active)
+           contradictions=report.contradictions, active=snapshot.active, proposed=propose_to is not None)
     return report

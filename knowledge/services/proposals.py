@@ -1,4 +1,5 @@
-"""Autoskill proposals: recorded idempotently, applied on approval, closed with a reason on rejection."""
+"""Proposals (autoskill's, and the dream cycle's merges and fades): recorded idempotently, applied on approval,
+closed with a reason on rejection."""
 
 from __future__ import annotations
 
@@ -22,12 +23,14 @@ from knowledge.models import (
     SkillStage,
 )
 from knowledge.services.create import embed_or_none, knowledge_embedding_text
+from knowledge.services.dream_proposals import dream_proposal_apply
 from knowledge.services.review import review_status_for
 from knowledge.services.skills import SKILL_TYPES
 from projects.models import AuditAction, Project, User
 from projects.services.audit import audit_record
 
 APPROVED_CONFIDENCE = 0.8  # a human vouched for it, but it has no outcomes yet
+_DREAM_KINDS = (ProposalKind.MERGE, ProposalKind.FADE)
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ def _pending_for(user: User, proposal_id: uuid.UUID | str) -> Proposal:
 
 
 def _apply(proposal: Proposal, vector: list[float] | None, model: str) -> KnowledgeItem:
+    if proposal.kind in _DREAM_KINDS:
+        return dream_proposal_apply(proposal)
     if proposal.kind == ProposalKind.SKILL_PATCH and proposal.target_id:
         skill = KnowledgeItem.objects.select_for_update().get(id=proposal.target_id, owner=proposal.owner_id)
         # Append-only: the skill keeps every line it had; the approved rule is added at the end.
@@ -90,7 +95,8 @@ def _apply(proposal: Proposal, vector: list[float] | None, model: str) -> Knowle
 def proposal_approve(*, user: User, proposal_id: uuid.UUID | str) -> Proposal:
     """Applies a pending proposal of the user (new row, or text appended to the skill) and marks it approved."""
     preview = Proposal.objects.filter(id=proposal_id, owner=user).first()
-    text = knowledge_embedding_text(trigger=preview.trigger, content=preview.content) if preview else ""
+    text = (knowledge_embedding_text(trigger=preview.trigger, content=preview.content)
+            if preview is not None and preview.kind not in _DREAM_KINDS else "")  # a merge or fade embeds nothing
     vectors, model = embed_or_none([text], op="knowledge.embed_failed") if text else (None, "")
     with transaction.atomic():
         proposal = _pending_for(user, proposal_id)
