@@ -26,16 +26,20 @@ TWIN_OLD = "Always run the formatter before committing Python code."
 TWIN_NEW = "Always run the formatter before committing python code"
 STALE_FRAMEWORK = "Use select_related for foreign keys in Django list views"
 UNUSED = "Document every public endpoint in the API guide"
+PAIR_OLD = "Always prefer pathlib over os.path when building file system paths in Python scripts."
+PAIR_NEW = "Always prefer pathlib over os.path when building file system paths in Python scripts"
 PINNED = "Keep the Django release checklist in the wiki"
 
 
 def _rows(tenant: Tenant) -> dict[str, KnowledgeItem]:
     drafts = [KnowledgeDraft(content=TWIN_OLD, confidence=0.9), KnowledgeDraft(content=TWIN_NEW, confidence=0.9),
+              KnowledgeDraft(content=PAIR_OLD, confidence=0.9), KnowledgeDraft(content=PAIR_NEW, confidence=0.9),
               KnowledgeDraft(content=STALE_FRAMEWORK, framework="django", confidence=0.8),
               KnowledgeDraft(content=UNUSED, confidence=0.8), KnowledgeDraft(content=PINNED, framework="django")]
     rows = {r.content: r for r in knowledge_create_many(owner=tenant.user, project=tenant.project, drafts=drafts)}
     now = timezone.now()
-    KnowledgeItem.objects.filter(id=rows[TWIN_NEW].id).update(created_at=now + timedelta(seconds=1))
+    KnowledgeItem.objects.filter(id__in=[rows[TWIN_NEW].id, rows[PAIR_NEW].id]).update(
+        created_at=now + timedelta(seconds=1))
     KnowledgeItem.objects.filter(id__in=[rows[c].id for c in (STALE_FRAMEWORK, PINNED)]).update(
         last_used_at=now - timedelta(days=200), created_at=now - timedelta(days=300))
     KnowledgeItem.objects.filter(id=rows[UNUSED].id).update(last_used_at=now - timedelta(days=400))
@@ -62,11 +66,12 @@ def test_dream_proposals_wait_for_a_person(client: Client, tenant_a: Tenant, ten
     _dream(tenant_a)
     assert _state(tenant_a) == before  # nothing applied: everything waits
     proposed = {(p.kind, p.content, p.signals[0].get("fade")): p for p in Proposal.objects.filter(owner=tenant_a.user)}
-    assert set(proposed) == {(ProposalKind.MERGE, TWIN_NEW, None), (ProposalKind.FADE, STALE_FRAMEWORK, "age_out"),
+    assert set(proposed) == {(ProposalKind.MERGE, TWIN_NEW, None), (ProposalKind.MERGE, PAIR_NEW, None),
+                             (ProposalKind.FADE, STALE_FRAMEWORK, "age_out"),
                              (ProposalKind.FADE, UNUSED, "retire")}  # the pinned row: never proposed
     assert not Proposal.objects.filter(owner=tenant_b.user).exists()
     _dream(tenant_a)  # a later run repeats none of the waiting proposals
-    assert Proposal.objects.filter(owner=tenant_a.user).count() == 3
+    assert Proposal.objects.filter(owner=tenant_a.user).count() == 4
 
     merge = proposed[(ProposalKind.MERGE, TWIN_NEW, None)]
     client.force_login(tenant_b.user)  # the other tenant can decide nothing
@@ -81,6 +86,11 @@ def test_dream_proposals_wait_for_a_person(client: Client, tenant_a: Tenant, ten
     decide = reverse("dash_proposal_decide", args=[tenant_a.project.id, merge.id])
     client.post(decide, {"decision": "approve"})
     assert KnowledgeItem.objects.get(id=rows[TWIN_NEW].id).superseded_by_id == rows[TWIN_OLD].id
+    kept_apart = proposed[(ProposalKind.MERGE, PAIR_NEW, None)]
+    client.post(reverse("dash_proposal_decide", args=[tenant_a.project.id, kept_apart.id]),
+                {"decision": "reject", "reason": "we keep both wordings on purpose"})
+    assert Proposal.objects.get(id=kept_apart.id).status == ProposalStatus.REJECTED
+    assert KnowledgeItem.objects.get(id=rows[PAIR_NEW].id).superseded_by_id is None  # rejected: both stay live
     aged = proposed[(ProposalKind.FADE, STALE_FRAMEWORK, "age_out")]
     client.post(reverse("dash_proposal_decide", args=[tenant_a.project.id, aged.id]),
                 {"decision": "reject", "reason": "still how we write list views"})
@@ -95,6 +105,6 @@ def test_dream_proposals_wait_for_a_person(client: Client, tenant_a: Tenant, ten
     proposal_approve(user=tenant_a.user, proposal_id=retire.id)
     assert KnowledgeItem.objects.get(id=rows[UNUSED].id).decay_score <= decay_floor()  # out of retrieval now
     assert KnowledgeItem.objects.get(id=rows[PINNED].id).decay_score == 1.0
-    _dream(tenant_a)  # the rejected fade is not proposed again
+    _dream(tenant_a)  # the rejected merge and fade are not proposed again
     assert Proposal.objects.filter(owner=tenant_a.user, status=ProposalStatus.PENDING).count() == 0
     assert all(r.superseded_by_id is None for r in theirs.values())
