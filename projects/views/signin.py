@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.forms import Form
+from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from projects.forms import ThrottledAdminLoginForm, retry_after_seconds
@@ -27,7 +27,7 @@ def locked_answer(response: HttpResponseBase) -> HttpResponseBase:
 class SignInView(auth_views.LoginView):
     """The dashboard's sign-in page."""
 
-    def form_invalid(self, form: Form) -> HttpResponse:
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         response = super().form_invalid(form)
         locked_answer(response)
         return response
