@@ -196,7 +196,9 @@ def run(args: argparse.Namespace) -> int:
         # Children compute the same database settings from the same environment.
         env = dict(os.environ)
         env["BRAIN_DATA_DIR"] = str(config.data_dir)
-        env.setdefault("BRAIN_PUBLIC_URL", f"http://{host}:{port}")
+        # The children's default BRAIN_PUBLIC_URL follows these; an unset BRAIN_PUBLIC_URL stays unset, so the
+        # token wizard prints the address people browse to rather than a bind address such as 0.0.0.0.
+        env["BRAIN_HOST"], env["BRAIN_PORT"] = host, str(port)
         children = _children(host, port, args.web_workers, not args.no_worker, config)
         for child in children:
             _start(child, env)

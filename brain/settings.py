@@ -16,6 +16,9 @@ DEBUG = RUNTIME.debug
 ALLOWED_HOSTS = env.list("BRAIN_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("BRAIN_CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_URL = env.str("BRAIN_PUBLIC_URL", default=f"http://{RUNTIME.host}:{RUNTIME.port}")
+# Set by the operator (not the default above): pages that print this server's address (the token wizard, the
+# installers) use it instead of the request's Host, which a client chooses.
+PUBLIC_URL_CONFIGURED = bool(env.str("BRAIN_PUBLIC_URL", default=""))
 if env.bool("BRAIN_BEHIND_TLS_PROXY", default=False):
     # Behind Caddy / an ingress that terminates TLS and sets X-Forwarded-Proto.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -32,7 +35,7 @@ if env.bool("BRAIN_BEHIND_TLS_PROXY", default=False):
         SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "projects.admin_config.BrainAdminConfig",  # django.contrib.admin with the throttled sign-in
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -3,7 +3,6 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from projects.forms import ThrottledAdminLoginForm
 from projects.models import (
     ApiToken,
     AuditEvent,
@@ -17,8 +16,8 @@ from projects.models import (
 )
 from projects.services.accounts import token_revoke
 
-# /admin/login/ counts failures and locks out exactly as the dashboard's sign-in does.
-admin.site.login_form = ThrottledAdminLoginForm
+# /admin/login/ counts failures and locks out exactly as the dashboard's sign-in does: admin.site is
+# projects.views.signin.BrainAdminSite (INSTALLED_APPS names projects.admin_config).
 
 
 @admin.register(User)

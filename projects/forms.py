@@ -27,6 +27,11 @@ def client_ip(request: HttpRequest | None) -> str | None:
     return client_address(request)
 
 
+def retry_after_seconds(wait: timedelta) -> int:
+    """The Retry-After value for a lockout: whole seconds, rounded up, never 0."""
+    return max(1, -(-int(wait.total_seconds() * 1000) // 1000))
+
+
 def wait_text(wait: timedelta) -> str:
     minutes = max(1, -(-int(wait.total_seconds()) // 60))  # rounded up: never "try in 0 minutes"
     until = (timezone.now() + wait).strftime("%H:%M UTC")
@@ -64,12 +69,14 @@ class ThrottledMixin:
 
     request: HttpRequest | None
     cleaned_data: dict[str, Any]
+    locked_for: timedelta | None = None  # set when refused by the throttle: the page answers 429 (views/signin.py)
 
     def clean(self) -> dict[str, Any]:
         email = (self.cleaned_data.get("username") or "").strip().lower()
         ip = client_ip(self.request)
         wait = login_blocked_for(email=email, ip=ip)
         if wait is not None:
+            self.locked_for = wait
             raise ValidationError(f"Too many failed sign-ins. {wait_text(wait)}, or reset your password.",
                                   code="throttled")
         try:

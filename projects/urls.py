@@ -4,14 +4,14 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, reverse_lazy
 
 from projects.forms import ThrottledLoginForm
-from projects.views import accounts, onboard, orgs, tokens
+from projects.views import accounts, onboard, orgs, signin, tokens
 
 _T = "accounts/"
 
 _accounts = [
     path("signup/", accounts.signup, name="signup"),
     path("signup/verify/<uidb64>/<token>/", accounts.signup_verify, name="signup_verify"),
-    path("login/", auth_views.LoginView.as_view(
+    path("login/", signin.SignInView.as_view(
         template_name=_T + "login.html", authentication_form=ThrottledLoginForm, redirect_authenticated_user=True,
     ), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

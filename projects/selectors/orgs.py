@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 from django.db.models import QuerySet
 
 from brain.errors import NotFound
-from projects.models import Invitation, Membership, Org, User
+from projects.models import SLUG_MAX, Invitation, Membership, Org, User
+
+# Org slugs are ASCII slugs (services/orgs.py, services/accounts.py). Anything else names no org, and is not
+# sent to the database: a NUL there is an error of PostgreSQL's, not a miss (GET /api/v1/orgs/%00 was a 500).
+SLUG_SHAPE = re.compile(rf"[-a-zA-Z0-9_]{{1,{SLUG_MAX}}}\Z")
 
 
 def org_of_member(*, user: User, slug: str) -> Org:
     """An org the user belongs to; a missing org and someone else's give the same NOT_FOUND."""
+    if not SLUG_SHAPE.match(slug):
+        raise NotFound("org not found: an org slug has only letters a-z, digits, '-' and '_'")
     org = Org.objects.filter(slug=slug, memberships__user=user).first()
     if org is None:
         raise NotFound(f"org {slug} not found")

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -92,6 +92,16 @@ def _clean_project_fields(name: str, framework: str | None, language: str | None
 _CREATE_ATTEMPTS = 3
 
 
+def _creates_serialized(org: Org) -> None:
+    """Project creates in one org take turns until their transaction ends. Without this, concurrent creates
+    under names that slugify alike (every non-Latin name is "project") each computed the same next free
+    slug from committed rows and met the other's uncommitted one, again and again: after three rounds the
+    unique slug index answered 500 (`brain bench fuzz`, 20,000 REST cases, 4-8 clients). A create is rare;
+    waiting for the one before costs milliseconds and makes the lookup see it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"project-create:{org.pk}"])
+
+
 def project_ensure_named(
     *, user: User, name: str, framework: str | None = None, language: str | None = None, org: Org | None = None
 ) -> tuple[Project, bool]:
@@ -105,18 +115,20 @@ def project_ensure_named(
         org = Org.objects.get(personal_for=user)
     elif not Membership.objects.filter(org=org, user=user).exists():
         raise NotFound(f"org {org.pk} not found")
-    for attempt in range(_CREATE_ATTEMPTS):
-        existing = project_in_org_by_name(org=org, name=name)
-        if existing:
-            return existing, False
-        try:
-            return _project_insert(user=user, org=org, name=name, framework=framework, language=language), True
-        except IntegrityError:
-            # A concurrent request took this name (the lookup above now finds it) or, under another name,
-            # the slug computed here (the next attempt sees it taken): look again.
-            if attempt == _CREATE_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
+    with transaction.atomic():
+        _creates_serialized(org)
+        for _ in range(_CREATE_ATTEMPTS):
+            existing = project_in_org_by_name(org=org, name=name)
+            if existing:
+                return existing, False
+            try:
+                return _project_insert(user=user, org=org, name=name, framework=framework, language=language), True
+            except IntegrityError:
+                # A writer that bypasses the turn above (a migration, the admin) took this name (the lookup
+                # now finds it) or the slug computed here (the next attempt sees it taken): look again.
+                continue
+    raise Conflict(f"project {name!r} could not be created: other requests kept taking its name or slug; "
+                   "retry", details={"retryable": True})
 
 
 def _project_insert(*, user: User, org: Org, name: str, framework: str, language: str) -> Project:

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods
 
 from brain.addresses import public_link
 from brain.errors import ValidationFailed
-from projects.forms import SignUpForm, client_ip, wait_text
+from projects.forms import SignUpForm, client_ip, retry_after_seconds, wait_text
 from projects.models import User
 from projects.services.accounts import user_create
 from projects.services.signup import signup_link_parts, user_signup_pending, user_verify
@@ -70,18 +70,20 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("tokens")
     form = SignUpForm(request.POST or None)
-    status = 200
+    wait = None
     if request.method == "POST" and form.is_valid():
         wait = signup_blocked_for(ip=client_ip(request))
         if wait is not None:  # many accounts from one address: a script, not a person
             form.add_error(None, f"Too many accounts were created from your network address. {wait_text(wait)}.")
-            status = 429
         else:
             created = _create(request, form)
             if created is not None:
                 return created
     context = {"form": form, "next": _safe_next(request, "")}
-    return render(request, "accounts/signup.html", context, status=status)
+    response = render(request, "accounts/signup.html", context, status=200 if wait is None else 429)
+    if wait is not None:
+        response["Retry-After"] = str(retry_after_seconds(wait))
+    return response
 
 
 @require_http_methods(["GET", "POST"])

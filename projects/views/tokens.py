@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -20,10 +21,12 @@ from projects.views.attempt import Refused, attempt
 
 
 def public_base_url(request: HttpRequest) -> str:
-    """The address this page was served from: the host a person browses to is the one their agent can reach.
-
-    Behind a TLS-terminating proxy, set SECURE_PROXY_SSL_HEADER so the scheme comes out as https.
+    """The server address printed into install commands and installers: BRAIN_PUBLIC_URL when the operator
+    set it (a forged Host header must not end up in a command someone pastes), else the address this page
+    was served from: on a laptop or LAN install the host a person browses to is the one their agent reaches.
     """
+    if settings.PUBLIC_URL_CONFIGURED:
+        return str(settings.PUBLIC_URL).rstrip("/")
     return request.build_absolute_uri("/").rstrip("/")
 
 

@@ -44,3 +44,15 @@ def test_string_fields_declare_the_nul_rule() -> None:
     update = schemas["KnowledgeUpdateIn"]["properties"]
     assert all(branch.get("pattern") == "^[^\\u0000]*$" for branch in update["trigger"]["anyOf"]
                if branch.get("type") == "string")
+
+
+def test_an_org_path_no_slug_can_have_is_not_found(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """GET /api/v1/orgs/%00 reached PostgreSQL, which refuses NUL in text: 500 (found by the CI fuzz suite)."""
+    client = bearer(tenant_a.user_raw)
+    for bad in ("%00", "a%00b", "%C3%A9quipe", "x" * 300, "%20"):
+        api_error(client.get(f"/api/v1/orgs/{bad}"), 404, "NOT_FOUND")
+        api_error(client.patch(f"/api/v1/orgs/{bad}", {"requireMemberReview": True},
+                               content_type="application/json"), 404, "NOT_FOUND")
+    own = tenant_a.project.org.slug
+    assert client.get(f"/api/v1/orgs/{own}").json()["slug"] == own
+    api_error(bearer(tenant_b.user_raw).get(f"/api/v1/orgs/{own}"), 404, "NOT_FOUND")

@@ -26,6 +26,15 @@ def sign_in(path: str, email: str, password: str, address: str = "10.0.0.1") -> 
     return Client(REMOTE_ADDR=address).post(path, {"username": email, "password": password})
 
 
+def assert_locked(response: Any, *, minutes: int) -> None:
+    """A lockout is HTTP 429 with Retry-After (seconds, at most the lockout) and the sign-in form saying when."""
+    page = response.content.decode()
+    assert response.status_code == 429, response.status_code
+    assert 0 < int(response["Retry-After"]) <= minutes * 60
+    assert LOCKED in page and f"Try again in {minutes} minute(s) (after " in page
+    assert 'name="password"' in page and 'name="username"' in page  # still the form
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", ["/accounts/login/", "/admin/login/"])
 def test_five_failures_lock_the_account_from_that_address_even_for_the_right_password(
@@ -36,13 +45,15 @@ def test_five_failures_lock_the_account_from_that_address_even_for_the_right_pas
         assert response.status_code == 200 and LOCKED not in response.content.decode()
     # A fresh client (another browser, another web replica: the count lives in the database).
     response = sign_in(path, tenant_a.user.email, PASSWORD)
-    page = response.content.decode()
-    assert response.status_code == 200 and LOCKED in page and "Try again in 15 minute(s) (after " in page
+    assert_locked(response, minutes=15)
     assert "_auth_user_id" not in response.client.session
     # The owner signing in from another address is not locked out by these guesses ...
     assert sign_in(path, tenant_a.user.email, PASSWORD, address="10.0.0.2").status_code == 302
     # ... and the other tenant's account is not locked, not even from the guessing address.
     assert sign_in(path, tenant_b.user.email, PASSWORD).status_code == 302
+    # When the lockout ends, the same form signs in again from the guessing address.
+    LoginThrottle.objects.filter(locked_until__isnull=False).update(locked_until=timezone.now())
+    assert sign_in(path, tenant_a.user.email, PASSWORD).status_code == 302
 
 
 @pytest.mark.django_db
@@ -50,14 +61,14 @@ def test_admin_and_dashboard_failures_share_one_counter(tenant_a: Tenant) -> Non
     User.objects.filter(pk=tenant_a.user.pk).update(is_staff=True)
     for n in range(5):
         sign_in("/admin/login/" if n % 2 else "/accounts/login/", tenant_a.user.email, "wrong")
-    assert LOCKED in sign_in("/admin/login/", tenant_a.user.email, PASSWORD).content.decode()
+    assert_locked(sign_in("/admin/login/", tenant_a.user.email, PASSWORD), minutes=15)
 
 
 @pytest.mark.django_db
 def test_one_address_guessing_many_accounts_is_locked_out(settings: Any, tenant_a: Tenant) -> None:
     for n in range(30):
         sign_in("/accounts/login/", f"guess{n}@example.com", "wrong", address="10.9.9.9")
-    assert LOCKED in sign_in("/accounts/login/", tenant_a.user.email, PASSWORD, address="10.9.9.9").content.decode()
+    assert_locked(sign_in("/accounts/login/", tenant_a.user.email, PASSWORD, address="10.9.9.9"), minutes=15)
     assert sign_in("/accounts/login/", tenant_a.user.email, PASSWORD, address="10.9.9.8").status_code == 302
 
 
@@ -76,8 +87,7 @@ def test_the_limits_follow_the_environment_settings(settings: Any, tenant_a: Ten
     settings.BRAIN_THROTTLE = {"login_max_failures": 2, "login_lockout_minutes": 1}
     for _ in range(2):
         sign_in("/accounts/login/", tenant_a.user.email, "wrong")
-    page = sign_in("/accounts/login/", tenant_a.user.email, PASSWORD).content.decode()
-    assert "Try again in 1 minute(s)" in page
+    assert_locked(sign_in("/accounts/login/", tenant_a.user.email, PASSWORD), minutes=1)
 
 
 @pytest.mark.django_db
@@ -91,6 +101,7 @@ def test_sign_ups_are_limited_per_address(settings: Any) -> None:
     assert [sign_up(n, "10.5.5.5").status_code for n in range(2)] == [302, 302]
     refused = sign_up(2, "10.5.5.5")
     assert refused.status_code == 429 and "Too many accounts" in refused.content.decode()
+    assert 0 < int(refused["Retry-After"]) <= 3600
     assert "Try again in 60 minute(s)" in refused.content.decode()
     assert not User.objects.filter(email="new2@example.com").exists()
     assert sign_up(3, "10.5.5.6").status_code == 302  # another address is not affected

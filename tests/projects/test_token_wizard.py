@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -65,3 +66,24 @@ def test_revoke_is_immediate_and_only_for_the_owner(tenant_a: Tenant, tenant_b: 
 @pytest.mark.django_db
 def test_tokens_page_needs_sign_in() -> None:
     assert Client().get("/settings/tokens")["Location"] == "/accounts/login/?next=/settings/tokens"
+
+
+@pytest.mark.django_db
+def test_a_configured_public_url_beats_a_hostile_host_header(settings: Any, tenant_a: Tenant) -> None:
+    """Commands someone pastes into a terminal name BRAIN_PUBLIC_URL, never the Host a client sent."""
+    settings.PUBLIC_URL, settings.PUBLIC_URL_CONFIGURED = "https://brain.example.com/", True
+    settings.ALLOWED_HOSTS = ["*"]  # a misconfigured or permissive host check: the Host header reaches the view
+    client, evil = _client(tenant_a), {"HTTP_HOST": "evil.example"}
+    minted = client.post("/settings/tokens", {"label": "desk", "scope": "user"}, **evil).content.decode()
+    guide = client.get("/settings/setup", **evil).content.decode()
+    for page in (minted, guide):
+        assert "claude mcp add --transport http --scope user brain https://brain.example.com/mcp" in page
+        assert "curl -fsSL https://brain.example.com/api/onboard.sh | bash" in page
+        assert "evil.example" not in page
+    for script in ("/api/onboard.sh", "/api/onboard.ps1"):
+        body = Client().get(script, **evil).content.decode()
+        assert "https://brain.example.com" in body and "evil.example" not in body
+    # Not configured (a laptop or LAN install): the address the page was browsed to, as before.
+    settings.PUBLIC_URL_CONFIGURED = False
+    lan = client.get("/settings/setup", HTTP_HOST="192.168.1.20:8000").content.decode()
+    assert "http://192.168.1.20:8000/mcp" in lan
