@@ -1,5 +1,6 @@
-"""Writes of agent sessions and their events. Event text is embedded before the transaction; events an
-agent logs itself are validated (types, payload size) and only land in the caller's open session."""
+"""Writes of agent sessions and their events. Event text is embedded before the transaction or, batched, after
+the commit; events an agent logs itself are validated (types, payload size) and only land in the caller's open
+session (in one statement when vectors are batched: sessions/services/event_fast.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from projects.models import Project, User
 from projects.scope import Principal
 from sessions.models import EVENT_TYPE_MAX, Session, SessionEvent
 from sessions.selectors.owned import session_owned
+from sessions.services.event_fast import event_insert_owned
 from sessions.services.event_vectors import EVENT_BATCHER, event_vectors_deferred
 
 PROMPT_EVENT = "prompt"
@@ -77,11 +79,19 @@ def session_events_log_many(
         )
         for i, d in enumerate(drafts)
     ]
-    with transaction.atomic():
-        created = SessionEvent.objects.bulk_create(rows)
-        if defer_vectors:
-            EVENT_BATCHER.submit_after_commit([row.pk for row in created if row.content.strip()])
-        return created
+    created = _insert(rows)
+    if defer_vectors:
+        EVENT_BATCHER.submit_after_commit([row.pk for row in created if row.content.strip()])
+    return created
+
+
+def _insert(rows: list[SessionEvent]) -> list[SessionEvent]:
+    """One INSERT. bulk_create is all or nothing by itself (and inside a caller's transaction adds nothing); a
+    lone row outside one is saved plainly, which spares the BEGIN and COMMIT bulk_create would wrap it in."""
+    if len(rows) == 1 and not transaction.get_connection().in_atomic_block:
+        rows[0].save(force_insert=True)
+        return rows
+    return SessionEvent.objects.bulk_create(rows)
 
 
 def session_event_log(
@@ -121,9 +131,17 @@ def session_event_record(
     size = len(json.dumps(payload, default=str).encode())
     if size > MAX_PAYLOAD_BYTES:
         raise ValidationFailed(f"payload is {size} bytes; the limit is {MAX_PAYLOAD_BYTES} (send a summary)")
-    with transaction.atomic():
+    content = _searchable(event_type, payload)
+    if event_vectors_deferred():  # one statement; its vector follows from the batcher
+        fast = event_insert_owned(principal=principal, session_id=session_id, event_type=event_type,
+                                  payload=payload, content=content)
+        if fast is not None:
+            if content.strip():
+                EVENT_BATCHER.submit_after_commit([fast.pk])
+            return fast
+    with transaction.atomic():  # the step-by-step path: inline vectors, or the precise error of a refusal
         session = session_owned(principal=principal, session_id=session_id, for_update=True)
         if session.ended_at is not None:
             raise ValidationFailed("this session is already closed; start a new one with brain_start_session")
-        return session_event_log(session=session, event_type=event_type, content=_searchable(event_type, payload),
+        return session_event_log(session=session, event_type=event_type, content=content,
                                  payload=payload, defer_vectors=event_vectors_deferred())
