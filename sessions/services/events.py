@@ -132,6 +132,7 @@ def session_event_record(
     if size > MAX_PAYLOAD_BYTES:
         raise ValidationFailed(f"payload is {size} bytes; the limit is {MAX_PAYLOAD_BYTES} (send a summary)")
     content = _searchable(event_type, payload)
+    _validate(EventDraft(event_type=event_type, content=content, payload=payload))  # what the insert would check
     if event_vectors_deferred():  # one statement; its vector follows from the batcher
         fast = event_insert_owned(principal=principal, session_id=session_id, event_type=event_type,
                                   payload=payload, content=content)
