@@ -57,32 +57,47 @@ def session_start(
     return session
 
 
-def session_events_log_many(
-    *, session: Session, drafts: Sequence[EventDraft], defer_vectors: bool = False
-) -> list[SessionEvent]:
-    """Appends events in order (all validated first, all or nothing), embedding their text in one batch,
-    or, with defer_vectors, after the commit in the batcher's thread (the caller does not wait)."""
-    for draft in drafts:
+def _rows(pairs: Sequence[tuple[Session, EventDraft]], *, embed: bool) -> list[SessionEvent]:
+    """Validated, unsaved rows; with `embed`, every text embedded in one call (the embedder sorts them by length,
+    so one call over many sessions makes fuller, less padded batches than one call per session)."""
+    for _, draft in pairs:
         _validate(draft)
-    texts = [d.content for d in drafts]
-    indexed = [i for i, text in enumerate(texts) if text.strip()]
+    indexed = [i for i, (_, d) in enumerate(pairs) if d.content.strip()]
     vectors, model = (None, "")
-    if indexed and not defer_vectors:
-        vectors, model = embed_or_none([texts[i] for i in indexed], op="session.embed_failed")
+    if indexed and embed:
+        vectors, model = embed_or_none([pairs[i][1].content for i in indexed], op="session.embed_failed")
     by_index = dict(zip(indexed, vectors, strict=True)) if vectors else {}
     now = timezone.now()
-    rows = [
+    return [
         SessionEvent(
             session=session, user_id=session.user_id, project_id=session.project_id, event_type=d.event_type,
             payload=d.payload, content=d.content, occurred_at=d.occurred_at or now,
             embedding=by_index.get(i), embedding_model=model if i in by_index else "",
         )
-        for i, d in enumerate(drafts)
+        for i, (session, d) in enumerate(pairs)
     ]
-    created = _insert(rows)
+
+
+def session_events_log_many(
+    *, session: Session, drafts: Sequence[EventDraft], defer_vectors: bool = False
+) -> list[SessionEvent]:
+    """Appends events in order (all validated first, all or nothing), embedding their text in one batch,
+    or, with defer_vectors, after the commit in the batcher's thread (the caller does not wait)."""
+    created = _insert(_rows([(session, d) for d in drafts], embed=not defer_vectors))
     if defer_vectors:
         EVENT_BATCHER.submit_after_commit([row.pk for row in created if row.content.strip()])
     return created
+
+
+def session_events_ingest(*, batches: Sequence[tuple[Session, Sequence[EventDraft]]]) -> list[list[SessionEvent]]:
+    """Bulk ingest: the events of many sessions, embedded in one call and inserted all or nothing; returns each
+    session's events in order."""
+    created = SessionEvent.objects.bulk_create(_rows([(s, d) for s, drafts in batches for d in drafts], embed=True))
+    out, start = [], 0
+    for _, drafts in batches:
+        out.append(created[start:start + len(drafts)])
+        start += len(drafts)
+    return out
 
 
 def _insert(rows: list[SessionEvent]) -> list[SessionEvent]:
