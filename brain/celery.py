@@ -23,5 +23,6 @@ app.conf.beat_schedule = {
     "mcp-sweep-idle-sessions": {"task": "mcpgw.sweep_idle_sessions", "schedule": 300.0},
     "purge-expired": {"task": "projects.purge_expired", "schedule": 3600.0},
     "embed-pending-events": {"task": "sessions.tasks.embed_pending_events", "schedule": 60.0},
+    "embed-pending-knowledge": {"task": "knowledge.tasks.embed_pending_knowledge", "schedule": 60.0},
 }
 app.autodiscover_tasks()

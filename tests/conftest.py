@@ -62,6 +62,13 @@ def _fast_password_hashing(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _inline_knowledge_vectors(settings: Any) -> None:
+    """Knowledge rows embedded before their insert, so assertions on vectors need no waiting; the batched default
+    has its own tests (tests/knowledge/test_knowledge_vectors.py), which set "batched" themselves."""
+    settings.BRAIN_KNOWLEDGE_VECTORS = "inline"
+
+
 _TOPICS = ["React forms", "Django views", "pnpm workspaces", "Python logging", "TypeScript types", "SQL migrations",
            "Tailwind styling", "pytest fixtures", "Docker images", "Git commits", "REST errors", "Celery tasks"]
 _VERBS = ["Always use", "Never use", "Prefer", "Avoid", "We use", "Don't mix"]

@@ -56,19 +56,25 @@ def _date(text: str | None) -> datetime:
 
 def _ingest(user: Any, group: Group, index: int, progress: Any) -> tuple[Any, dict[Any, tuple[str, int]]]:
     from projects.services.accounts import project_ensure_named
-    from sessions.services.events import EventDraft, session_events_log_many, session_start
+    from sessions.services.events import EventDraft, session_events_ingest, session_start
 
     project, _ = project_ensure_named(user=user, name=f"longmemeval {index}")
     event_keys: dict[Any, tuple[str, int]] = {}
+    batches, sids = [], []
     for position, (sid, turns) in enumerate(zip(group.haystack_ids, group.sessions, strict=True)):
         started = _date(group.dates[position] if position < len(group.dates) else None)
         session = session_start(user=user, project=project, client_type="longmemeval", started_at=started)
         drafts = [EventDraft("turn", t["content"], {"role": t["role"], "turn": n, "haystack_session": sid}, started)
                   for n, t in enumerate(turns)]
-        for n, event in enumerate(session_events_log_many(session=session, drafts=drafts)):
-            event_keys[event.id] = (sid, n)
+        batches.append((session, drafts))
+        sids.append(sid)
         event_keys[session.id] = (sid, -1)
-        progress.update(len(turns))
+    # One embed call per haystack (issue 17): sorted by length across its sessions, the batches are fuller and
+    # less padded than one call per session (~30% less CPU per turn, docs/benchmarks.md "Second pass").
+    for sid, events in zip(sids, session_events_ingest(batches=batches), strict=True):
+        for n, event in enumerate(events):
+            event_keys[event.id] = (sid, n)
+        progress.update(len(events))
     return project, event_keys
 
 

@@ -1,4 +1,5 @@
-"""Writes of knowledge. Embedding happens before the transaction and never fails a write."""
+"""Writes of knowledge. Embedding happens before the transaction, or after the commit in the batcher's thread
+(`knowledge_vectors`, the default for single rows written on the request path), and never fails a write."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.embeddings import EmbeddingUnavailable, embed_texts
 from knowledge.models import FILE_GLOB_MAX, FILE_GLOBS_MAX, KnowledgeItem, KnowledgeType
+from knowledge.services.knowledge_vectors import KNOWLEDGE_BATCHER, knowledge_embedding_text, knowledge_vectors_deferred
 from knowledge.services.review import review_status_for
 from projects.models import Project, User
 
@@ -33,11 +35,6 @@ class KnowledgeDraft:
     stage: str = ""
     file_globs: Sequence[str] = field(default_factory=tuple)  # path scope (a rule file's `globs:`)
     always_apply: bool = False  # unconditional (a rule file's `alwaysApply: true`)
-
-
-def knowledge_embedding_text(*, trigger: str, content: str) -> str:
-    """What is embedded for an item: its trigger and rule (the rationale explains, it does not match)."""
-    return f"{trigger.strip()}\n{content.strip()}".strip()
 
 
 def embed_or_none(texts: Sequence[str], *, op: str) -> tuple[list[list[float]] | None, str]:
@@ -66,12 +63,13 @@ def _validate(draft: KnowledgeDraft) -> None:
 
 
 def knowledge_create_many(
-    *, owner: User, project: Project | None, drafts: Sequence[KnowledgeDraft]
+    *, owner: User, project: Project | None, drafts: Sequence[KnowledgeDraft], defer_vectors: bool = False,
 ) -> list[KnowledgeItem]:
-    """Stores every draft (all validated first, all or nothing), each with a vector when the embedder works."""
+    """Stores every draft (all validated first, all or nothing), each with a vector when the embedder works;
+    with defer_vectors the vectors are computed after the commit, in the batcher's thread."""
     for draft in drafts:
         _validate(draft)
-    vectors, model = embed_or_none(
+    vectors, model = (None, "") if defer_vectors else embed_or_none(
         [knowledge_embedding_text(trigger=d.trigger, content=d.content) for d in drafts], op="knowledge.embed_failed"
     )
     review = review_status_for(author=owner, project=project)  # every write path: taught, learned, imported
@@ -86,9 +84,15 @@ def knowledge_create_many(
         for i, d in enumerate(drafts)
     ]
     with transaction.atomic():
-        return KnowledgeItem.objects.bulk_create(rows)
+        created = KnowledgeItem.objects.bulk_create(rows)
+        if defer_vectors:
+            KNOWLEDGE_BATCHER.submit_after_commit([row.pk for row in created])
+        return created
 
 
-def knowledge_create(*, owner: User, project: Project | None, draft: KnowledgeDraft) -> KnowledgeItem:
-    """Stores one item (with a vector when possible)."""
-    return knowledge_create_many(owner=owner, project=project, drafts=[draft])[0]
+def knowledge_create(
+    *, owner: User, project: Project | None, draft: KnowledgeDraft, defer_vectors: bool | None = None,
+) -> KnowledgeItem:
+    """Stores one item; its vector follows from the batcher (BRAIN_KNOWLEDGE_VECTORS=inline: before the insert)."""
+    defer = knowledge_vectors_deferred() if defer_vectors is None else defer_vectors
+    return knowledge_create_many(owner=owner, project=project, drafts=[draft], defer_vectors=defer)[0]

@@ -36,11 +36,17 @@ def skills_promote(*, ids: Iterable[uuid.UUID]) -> int:
     ids = list(ids)
     if not ids:
         return 0
+    # One read of the stages present: most credited rows are no skills, and a step nobody stands on needs no UPDATE.
+    present = set(KnowledgeItem.objects.filter(id__in=ids, stage__in=[source for source, _, _ in LADDER],
+                                               deleted_at__isnull=True).values_list("stage", flat=True))
     steps = 0
     for source, target, condition in LADDER:
+        if source not in present:
+            continue
         moved = KnowledgeItem.objects.filter(condition, id__in=ids, stage=source, deleted_at__isnull=True).update(
             stage=target)
         if moved:
+            present.add(target)  # one call may move a row several steps
             log_op(logger, "skill.promoted", stage=str(target), count=moved)
         steps += moved
     return steps

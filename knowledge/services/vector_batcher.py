@@ -14,6 +14,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,9 @@ class VectorBatcher:
 
     target: Target
     queue_max: int = QUEUE_MAX
+    # Runs in the batcher's thread on the ids of each batch once their vectors are stored (e.g. a merge of
+    # near-duplicates, which needs the vector the request did not wait for).
+    after: Callable[[list[Any]], object] | None = None
     _queue: queue.Queue[Any] = field(init=False)
     _pid: int = field(default=0, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -88,6 +92,8 @@ class VectorBatcher:
             try:
                 close_old_connections()
                 embed_rows(self.target, ids)
+                if self.after is not None:
+                    self.after(ids)
             except EmbeddingUnavailable as exc:
                 log_op(logger, "vectors.embed_failed", level=logging.WARNING, table=self.target.label,
                        count=len(ids), reason=str(exc)[:200])

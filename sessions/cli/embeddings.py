@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from django.db.models import Q
-
 HELP = "fill missing or stale embeddings of knowledge items and session events (resumable, idempotent)"
 
 
@@ -15,16 +13,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def targets() -> list[object]:
-    from knowledge.models import KnowledgeItem
-    from knowledge.services.backfill import Target
-    from knowledge.services.create import knowledge_embedding_text
-    from sessions.models import SessionEvent
+    from knowledge.services.knowledge_vectors import KNOWLEDGE
+    from sessions.services.event_vectors import EVENTS
 
-    return [
-        Target("knowledge items", KnowledgeItem,
-               lambda row: knowledge_embedding_text(trigger=row.trigger, content=row.content), ("trigger", "content")),
-        Target("session events", SessionEvent, lambda row: row.content, ("content",), ~Q(content="")),
-    ]
+    return [KNOWLEDGE, EVENTS]  # the targets the batchers and the beat tasks fill, the same texts
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,17 +20,19 @@ from knowledge.guard_models import GuardKind, GuardPattern, GuardSeverity
 from knowledge.models import RULE_MAX, RULE_MIN, KnowledgeItem, KnowledgeType, ReviewStatus, review_usable_by
 from knowledge.services.create import KnowledgeDraft, knowledge_create
 from knowledge.services.guard import guard_alternative_set, guard_rule_add
+from knowledge.services.knowledge_vectors import MEMORY_NEAR_DUPLICATE, MEMORY_SOURCE, knowledge_vectors_deferred
 from projects.scope import Principal
 from sessions.models import ApplicationRole, Session, SessionEvent, SessionKnowledgeApplication
 from sessions.services.correction_kea import correction_derive
 from sessions.services.current import task_tag
+from sessions.services.event_vectors import event_vectors_deferred
 from sessions.services.events import session_event_log
 from sessions.services.policy import Policy, policy_parse
 
 logger = logging.getLogger(__name__)
 STDERR_KEEP = 4000
 SIMILAR_STDERR = 0.6  # Jaccard of normalised stderr words at or above which two failures are "the same"
-NEAR_DUPLICATE = 0.95  # cosine similarity at or above which a memory is the one already stored
+NEAR_DUPLICATE = MEMORY_NEAR_DUPLICATE  # cosine similarity at or above which a memory is the one already stored
 SCOPES = ("repo", "user", "global", "task")
 _NOISE = re.compile(r"0x[0-9a-f]+|\d+|/[\w./-]+")
 
@@ -141,7 +143,8 @@ def correction_record(*, session: Session, text: str) -> Corrected:
     parsed, derived_by = correction_derive(text=clean, user_id=session.user_id)  # a model call: no transaction
     with transaction.atomic():
         done = Corrected(session_event_log(session=session, event_type="user_correction", content=clean,
-                                           payload={"kind": "correction", "text": clean}))
+                                           payload={"kind": "correction", "text": clean},
+                                           defer_vectors=event_vectors_deferred()))
         if parsed is None:
             done.stored.append(_store(session, content=clean, type=KnowledgeType.HEURISTIC))
         else:
@@ -175,7 +178,9 @@ class MemoryAdded:
 def _near_duplicate(rows: Q, content: str) -> KnowledgeItem | None:
     live = KnowledgeItem.objects.filter(rows, deleted_at__isnull=True, superseded_by__isnull=True)
     same = live.filter(content__iexact=content).first()
-    if same is not None:
+    if same is not None or knowledge_vectors_deferred():
+        # Batched vectors: the model is not waited for here; a near-identical wording is merged into the older
+        # row once the batcher has embedded the new one (knowledge_vectors.memory_duplicates_merge).
         return same
     try:
         vector, model = embed_query(content)
@@ -211,7 +216,7 @@ def memory_add(*, principal: Principal, session: Session, content: str, scope: s
             item = _policy_rule(session, policy, clean, source="memory_add")
         else:
             item = knowledge_create(owner=principal.user, project=project, draft=KnowledgeDraft(
-                content=clean, type=KnowledgeType.HEURISTIC, tags=tags, source="memory_add", confidence=0.9))
+                content=clean, type=KnowledgeType.HEURISTIC, tags=tags, source=MEMORY_SOURCE, confidence=0.9))
     log_op(logger, "cognibrain.memory_add", scope=scope, guard=policy is not None and scope == "repo")
     return MemoryAdded(item.id, True)
 

@@ -72,29 +72,39 @@ def _owned(principal: Principal, ids: set[uuid.UUID]) -> set[uuid.UUID]:
                                             owner=principal.user).values_list("id", flat=True))
 
 
-def _mentioned(session: Session, summary: str, injected: Sequence[uuid.UUID]) -> set[uuid.UUID]:
-    events = SessionEvent.objects.filter(session=session).exclude(event_type="knowledge_rejected")
-    text = " ".join([summary, *(f"{e.content} {json.dumps(e.payload, default=str)}" for e in events)]).lower()
+def session_events_read(session: Session) -> list[SessionEvent]:
+    """The session's events, read once for the whole close (credit and the error count)."""
+    return list(SessionEvent.objects.filter(session=session).only("event_type", "content", "payload"))
+
+
+def _mentioned(events: Sequence[SessionEvent], summary: str, injected: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    texts = (f"{e.content} {json.dumps(e.payload, default=str)}" for e in events
+             if e.event_type != "knowledge_rejected")
+    text = " ".join([summary, *texts]).lower()
     return {kid for kid in injected if str(kid) in text or short_id(kid) in text}
 
 
-def _rejected(session: Session, injected: Sequence[uuid.UUID]) -> set[uuid.UUID]:
-    named = [str(e.payload.get(key)) for e in SessionEvent.objects.filter(session=session,
-                                                                         event_type="knowledge_rejected")
+def _rejected(events: Sequence[SessionEvent], injected: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    named = [str(e.payload.get(key)) for e in events if e.event_type == "knowledge_rejected"
              if isinstance(e.payload, dict) for key in _ID_KEYS if e.payload.get(key)]
     return _resolve(named, injected)
 
 
-def credit_plan(*, principal: Principal, session: Session, used_ids: Sequence[str], summary: str) -> Credit:
-    """Who gets what; records the reported rows on the session (role used_reported)."""
+def credit_plan(
+    *, principal: Principal, session: Session, used_ids: Sequence[str], summary: str,
+    events: Sequence[SessionEvent] | None = None,
+) -> Credit:
+    """Who gets what; records the reported rows on the session (role used_reported). `events`: the session's
+    events when the caller has read them already."""
+    events = session_events_read(session) if events is None else events
     injected = list(SessionKnowledgeApplication.objects.filter(session=session, role=ApplicationRole.INJECTED)
                     .values_list("knowledge_id", flat=True))
     reported = _owned(principal, _resolve(used_ids, injected))
     rows = [SessionKnowledgeApplication(session=session, knowledge_id=kid, role=ApplicationRole.USED_REPORTED)
             for kid in reported]
     SessionKnowledgeApplication.objects.bulk_create(rows, ignore_conflicts=True)
-    rejected = _rejected(session, injected) - reported
-    used = (reported | _mentioned(session, summary, injected)) - rejected
+    rejected = _rejected(events, injected) - reported
+    used = (reported | _mentioned(events, summary, injected)) - rejected
     ignored = set(injected) - used - rejected
     return Credit(frozenset(used), frozenset(ignored), frozenset(rejected))
 

@@ -1,5 +1,6 @@
-"""Writes of agent sessions and their events. Event text is embedded before the transaction; events an
-agent logs itself are validated (types, payload size) and only land in the caller's open session."""
+"""Writes of agent sessions and their events. Event text is embedded before the transaction or, batched, after
+the commit; events an agent logs itself are validated (types, payload size) and only land in the caller's open
+session (in one statement when vectors are batched: sessions/services/event_fast.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from projects.models import Project, User
 from projects.scope import Principal
 from sessions.models import EVENT_TYPE_MAX, Session, SessionEvent
 from sessions.selectors.owned import session_owned
+from sessions.services.event_fast import event_insert_owned
 from sessions.services.event_vectors import EVENT_BATCHER, event_vectors_deferred
 
 PROMPT_EVENT = "prompt"
@@ -55,33 +57,56 @@ def session_start(
     return session
 
 
-def session_events_log_many(
-    *, session: Session, drafts: Sequence[EventDraft], defer_vectors: bool = False
-) -> list[SessionEvent]:
-    """Appends events in order (all validated first, all or nothing), embedding their text in one batch,
-    or, with defer_vectors, after the commit in the batcher's thread (the caller does not wait)."""
-    for draft in drafts:
+def _rows(pairs: Sequence[tuple[Session, EventDraft]], *, embed: bool) -> list[SessionEvent]:
+    """Validated, unsaved rows; with `embed`, every text embedded in one call (the embedder sorts them by length,
+    so one call over many sessions makes fuller, less padded batches than one call per session)."""
+    for _, draft in pairs:
         _validate(draft)
-    texts = [d.content for d in drafts]
-    indexed = [i for i, text in enumerate(texts) if text.strip()]
+    indexed = [i for i, (_, d) in enumerate(pairs) if d.content.strip()]
     vectors, model = (None, "")
-    if indexed and not defer_vectors:
-        vectors, model = embed_or_none([texts[i] for i in indexed], op="session.embed_failed")
+    if indexed and embed:
+        vectors, model = embed_or_none([pairs[i][1].content for i in indexed], op="session.embed_failed")
     by_index = dict(zip(indexed, vectors, strict=True)) if vectors else {}
     now = timezone.now()
-    rows = [
+    return [
         SessionEvent(
             session=session, user_id=session.user_id, project_id=session.project_id, event_type=d.event_type,
             payload=d.payload, content=d.content, occurred_at=d.occurred_at or now,
             embedding=by_index.get(i), embedding_model=model if i in by_index else "",
         )
-        for i, d in enumerate(drafts)
+        for i, (session, d) in enumerate(pairs)
     ]
-    with transaction.atomic():
-        created = SessionEvent.objects.bulk_create(rows)
-        if defer_vectors:
-            EVENT_BATCHER.submit_after_commit([row.pk for row in created if row.content.strip()])
-        return created
+
+
+def session_events_log_many(
+    *, session: Session, drafts: Sequence[EventDraft], defer_vectors: bool = False
+) -> list[SessionEvent]:
+    """Appends events in order (all validated first, all or nothing), embedding their text in one batch,
+    or, with defer_vectors, after the commit in the batcher's thread (the caller does not wait)."""
+    created = _insert(_rows([(session, d) for d in drafts], embed=not defer_vectors))
+    if defer_vectors:
+        EVENT_BATCHER.submit_after_commit([row.pk for row in created if row.content.strip()])
+    return created
+
+
+def session_events_ingest(*, batches: Sequence[tuple[Session, Sequence[EventDraft]]]) -> list[list[SessionEvent]]:
+    """Bulk ingest: the events of many sessions, embedded in one call and inserted all or nothing; returns each
+    session's events in order."""
+    created = SessionEvent.objects.bulk_create(_rows([(s, d) for s, drafts in batches for d in drafts], embed=True))
+    out, start = [], 0
+    for _, drafts in batches:
+        out.append(created[start:start + len(drafts)])
+        start += len(drafts)
+    return out
+
+
+def _insert(rows: list[SessionEvent]) -> list[SessionEvent]:
+    """One INSERT. bulk_create is all or nothing by itself (and inside a caller's transaction adds nothing); a
+    lone row outside one is saved plainly, which spares the BEGIN and COMMIT bulk_create would wrap it in."""
+    if len(rows) == 1 and not transaction.get_connection().in_atomic_block:
+        rows[0].save(force_insert=True)
+        return rows
+    return SessionEvent.objects.bulk_create(rows)
 
 
 def session_event_log(
@@ -121,9 +146,18 @@ def session_event_record(
     size = len(json.dumps(payload, default=str).encode())
     if size > MAX_PAYLOAD_BYTES:
         raise ValidationFailed(f"payload is {size} bytes; the limit is {MAX_PAYLOAD_BYTES} (send a summary)")
-    with transaction.atomic():
+    content = _searchable(event_type, payload)
+    _validate(EventDraft(event_type=event_type, content=content, payload=payload))  # what the insert would check
+    if event_vectors_deferred():  # one statement; its vector follows from the batcher
+        fast = event_insert_owned(principal=principal, session_id=session_id, event_type=event_type,
+                                  payload=payload, content=content)
+        if fast is not None:
+            if content.strip():
+                EVENT_BATCHER.submit_after_commit([fast.pk])
+            return fast
+    with transaction.atomic():  # the step-by-step path: inline vectors, or the precise error of a refusal
         session = session_owned(principal=principal, session_id=session_id, for_update=True)
         if session.ended_at is not None:
             raise ValidationFailed("this session is already closed; start a new one with brain_start_session")
-        return session_event_log(session=session, event_type=event_type, content=_searchable(event_type, payload),
+        return session_event_log(session=session, event_type=event_type, content=content,
                                  payload=payload, defer_vectors=event_vectors_deferred())

@@ -71,13 +71,13 @@ def _lease() -> timedelta:
 
 def session_jobs_schedule(*, session: Session) -> list[SessionJob]:
     """Records the extract and autoskill jobs of `session` (idempotent) and sends them once the caller commits."""
-    with transaction.atomic():
-        jobs = [
-            SessionJob.objects.get_or_create(session=session, name=name, defaults={"user_id": session.user_id})[0]
-            for name in JOB_TASKS
-        ]
-        pending = [job.id for job in jobs if job.status == JobStatus.PENDING]
-        transaction.on_commit(lambda: _send(pending))
+    # One INSERT that skips the jobs already recorded (a repeat schedules nothing twice), then one SELECT.
+    SessionJob.objects.bulk_create([SessionJob(session=session, user_id=session.user_id, name=name)
+                                    for name in JOB_TASKS], ignore_conflicts=True)
+    jobs = sorted(SessionJob.objects.filter(session=session, name__in=list(JOB_TASKS)),
+                  key=lambda job: list(JOB_TASKS).index(job.name))
+    pending = [job for job in jobs if job.status == JobStatus.PENDING]
+    transaction.on_commit(lambda: _send_jobs(pending))
     return jobs
 
 
@@ -86,8 +86,11 @@ def _mark_sent(job_id: uuid.UUID) -> None:
 
 
 def _send(job_ids: list[uuid.UUID]) -> int:
+    return _send_jobs(list(SessionJob.objects.filter(id__in=job_ids).only("id", "name", "session_id")))
+
+
+def _send_jobs(jobs: list[SessionJob]) -> int:
     # A broker outage leaves the rows pending (never fails the caller); the requeue task sends them later.
-    jobs = SessionJob.objects.filter(id__in=job_ids).only("id", "name", "session_id")
     messages = [Message(JOB_TASKS[job.name], (str(job.session_id),), partial(_mark_sent, job.id)) for job in jobs]
     return send_quick(messages, op="jobs.enqueue_failed")
 

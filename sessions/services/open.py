@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import cast
 
@@ -100,7 +101,9 @@ def _action_items_injection(session: Session, email: str) -> Injection | None:
 def _soft(op: str, session: Session, build: object) -> Injection | None:
     """Runs one optional part of the open; any failure is logged and the part is left out."""
     try:
-        with transaction.atomic():
+        # Inside a caller's transaction a savepoint keeps a failure from aborting it; in autocommit mode a failed
+        # statement aborts nothing, and the part needs no BEGIN and COMMIT of its own.
+        with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
             return build()  # type: ignore[operator, no-any-return]
     except Exception as exc:  # opening a session must never fail on retrieval
         log_op(logger, op, level=logging.WARNING, session=str(session.id)[:8], error=type(exc).__name__,

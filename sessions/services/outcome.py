@@ -24,7 +24,8 @@ from projects.scope import Principal
 from sessions.models import Session, SessionEvent
 from sessions.outcome_rules import Scores, ask_back_hint, learnings_validate, quality_score
 from sessions.selectors.owned import session_owned
-from sessions.services.credit import credit_apply, credit_plan
+from sessions.services.credit import credit_apply, credit_plan, session_events_read
+from sessions.services.event_vectors import event_vectors_deferred
 from sessions.services.events import EventDraft, session_events_log_many
 from sessions.services.jobs import session_jobs_schedule
 
@@ -104,11 +105,12 @@ def _check(report: OutcomeReport) -> None:
         raise ValidationFailed(f"resolvedActionItemIds holds at most {MAX_RESOLVED} ids")
 
 
-def _confidence_loop(principal: Principal, session: Session, report: OutcomeReport, ok: bool) -> int:
+def _confidence_loop(principal: Principal, session: Session, report: OutcomeReport, ok: bool,
+                     events: Sequence[SessionEvent]) -> int:
     """Honest credit (sessions/services/credit.py): used rows credited, ignored ones a little less trusted,
     rejected ones much less; then skills that earned it move up a stage."""
     credit = credit_plan(principal=principal, session=session, used_ids=report.knowledge_used,
-                         summary=report.summary)
+                         summary=report.summary, events=events)
     changed = credit_apply(session=session, credit=credit, ok=ok)
     skills_promote(ids=credit.used)
     return changed
@@ -126,12 +128,12 @@ def _capture(session: Session, accepted: list[tuple[int, dict[str, Any]]]) -> No
         for _, item in accepted
     ]
     if drafts:
-        session_events_log_many(session=session, drafts=drafts)
+        session_events_log_many(session=session, drafts=drafts, defer_vectors=event_vectors_deferred())
 
 
-def _errors_seen(session: Session, report: OutcomeReport) -> int:
+def _errors_seen(events: Sequence[SessionEvent], report: OutcomeReport) -> int:
     """Errors reported at close plus `error` events logged during the session."""
-    return len(report.errors) + SessionEvent.objects.filter(session=session, event_type="error").count()
+    return len(report.errors) + sum(1 for e in events if e.event_type == "error")
 
 
 def _queue_jobs(session: Session) -> bool:
@@ -154,13 +156,14 @@ def session_report_outcome(*, principal: Principal, session_id: str, report: Out
 
 def _close(principal: Principal, session: Session, report: OutcomeReport) -> SessionClosed:
     feedback = report.user_feedback or None
+    events = session_events_read(session)  # one read for the error count and the credit
     scores = quality_score(
-        success=report.success, errors=_errors_seen(session, report), user_feedback=feedback,
+        success=report.success, errors=_errors_seen(events, report), user_feedback=feedback,
         files_created=report.files_created, files_modified=report.files_modified,
         files_rejected=report.files_rejected, build_attempts=report.build_attempts,
     )
     ok = report.success and feedback != "down"
-    bumped = _confidence_loop(principal, session, report, ok)
+    bumped = _confidence_loop(principal, session, report, ok, events)
     verdict = learnings_validate(list(report.learnings))
     _capture(session, verdict.accepted)
     resolved = _retire_action_items(session, report.resolved_action_item_ids)

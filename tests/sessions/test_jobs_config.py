@@ -32,6 +32,10 @@ def test_beat_schedule_has_every_job_at_its_time() -> None:
     assert nightly == {"knowledge-decay": crontab(hour=2, minute=0),
                        "knowledge-evolution": crontab(hour=2, minute=30),
                        "cross-session-extract": crontab(hour=3, minute=0)}
+    vectors = {name: (schedule[name]["task"], schedule[name]["schedule"])
+               for name in ("embed-pending-events", "embed-pending-knowledge")}
+    assert vectors == {"embed-pending-events": ("sessions.tasks.embed_pending_events", 60.0),
+                       "embed-pending-knowledge": ("knowledge.tasks.embed_pending_knowledge", 60.0)}
     app.loader.import_default_modules()
     assert {entry["task"] for entry in schedule.values()} <= set(app.tasks)
 

@@ -1,0 +1,104 @@
+"""The statements each hot-path tool call costs, counted in-process (autocommit, as served): brain_log_event in
+two (the call's own UPDATE ... RETURNING, then one INSERT ... SELECT that checks the session), and the session
+open and close at their reworked counts. Refusals keep their precise errors and store nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from knowledge.services.knowledge_vectors import KNOWLEDGE_BATCHER
+from sessions.models import Session, SessionEvent, SessionJob
+from sessions.services.event_vectors import EVENT_BATCHER
+from tests.conftest import Tenant
+from tests.mcpgw.conftest import Mcp, call_tool, error_of
+
+pytestmark = pytest.mark.django_db(transaction=True)  # autocommit, as in production: BEGIN/COMMIT are counted
+PROMPT = "fix the flaky pytest fixture that leaks database connections"
+# After the commit the close sends its two jobs and marks each sent; the broker decides how fast, not the close.
+AFTER_COMMIT = 'UPDATE "agent_sessions_sessionjob" SET "enqueued_at"'
+
+
+def _statements(queries: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in queries.captured_queries if not q["sql"].startswith(AFTER_COMMIT)]
+
+
+def _settle() -> None:
+    assert EVENT_BATCHER.flush(timeout=60) and KNOWLEDGE_BATCHER.flush(timeout=60)
+
+
+@pytest.fixture
+def taught(client: Client, tenant_a: Tenant) -> tuple[Mcp, str]:
+    mcp = Mcp(client, tenant_a.user_raw)
+    session = mcp.initialize()
+    for rule in ("Close database connections in pytest fixtures with yield and a finally block",
+                 "Mark flaky pytest tests with a ticket number instead of retrying them"):
+        call_tool(mcp, "brain_teach_knowledge", {"rule": rule}, session=session)
+    call_tool(mcp, "brain_start_session", {"clientType": "warm", "prompt": PROMPT}, session=session)  # warm caches
+    _settle()
+    return mcp, session
+
+
+def _call(mcp: Mcp, session: str, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    with CaptureQueriesContext(connection) as queries:
+        result = call_tool(mcp, name, args, session=session)
+    assert not result.get("isError"), result
+    statements = _statements(queries)
+    _settle()
+    return result["structuredContent"], statements
+
+
+def test_log_event_costs_two_statements(taught: tuple[Mcp, str], tenant_a: Tenant) -> None:
+    mcp, session = taught
+    sid = call_tool(mcp, "brain_start_session", {"clientType": "t"}, session=session)["structuredContent"]["sessionId"]
+    out, statements = _call(mcp, session, "brain_log_event",
+                            {"sessionId": sid, "eventType": "note", "payload": {"text": "retry loop rewritten"}})
+    assert len(statements) == 2, [s[:80] for s in statements]
+    assert statements[1].startswith('INSERT INTO "agent_sessions_sessionevent"')
+    event = SessionEvent.objects.get(pk=out["id"])
+    assert (event.session_id, event.user_id, event.project_id) == (
+        Session.objects.get(pk=sid).pk, tenant_a.user.pk, tenant_a.project.pk)
+    assert event.content == "retry loop rewritten" and event.embedding is not None  # the batcher ran
+
+
+def test_log_event_refusals_keep_their_errors_and_store_nothing(taught: tuple[Mcp, str], client: Client,
+                                                                tenant_b: Tenant) -> None:
+    mcp, session = taught
+    other = Mcp(client, tenant_b.user_raw)
+    theirs = call_tool(other, "brain_start_session", {"clientType": "b"})["structuredContent"]["sessionId"]
+    before = SessionEvent.objects.count()
+    args = {"eventType": "note", "payload": {"text": "x"}}
+    assert error_of(call_tool(mcp, "brain_log_event", {"sessionId": theirs, **args}, session=session))[
+        "code"] == "NOT_FOUND"
+    assert error_of(call_tool(mcp, "brain_log_event", {"sessionId": "not-a-uuid", **args}, session=session))[
+        "code"] == "NOT_FOUND"
+    mine = call_tool(mcp, "brain_start_session", {"clientType": "t"}, session=session)["structuredContent"]["sessionId"]
+    call_tool(mcp, "brain_report_session_outcome", {"sessionId": mine, "success": True}, session=session)
+    closed = error_of(call_tool(mcp, "brain_log_event", {"sessionId": mine, **args}, session=session))
+    assert "already closed" in closed["message"]
+    assert SessionEvent.objects.count() == before  # no prompt, no learnings: every refused event is absent
+    assert not SessionEvent.objects.filter(session_id=theirs).exists()
+
+
+def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple[Mcp, str], tenant_a: Tenant) -> None:
+    mcp, session = taught
+    started, opened = _call(mcp, session, "brain_start_session", {"clientType": "t", "prompt": PROMPT})
+    injected = (started.get("relevantKnowledge") or {}).get("knowledgeIds", [])
+    assert injected, started  # the counts below are those of an open that injects
+    # auth+count, project, session INSERT, prompt event INSERT, search (BEGIN, 4 reads, COMMIT), stack read,
+    # injected rows (BEGIN, INSERT, COMMIT), action items: 15 (19 before issue 17's second pass).
+    assert len(opened) == 15, [s[:80] for s in opened]
+    learning = {"trigger": "pytest fixtures", "rule": "yield the connection and close it in finally",
+                "rationale": "it leaked", "type": "heuristic"}
+    _, closed = _call(mcp, session, "brain_report_session_outcome", {
+        "sessionId": started["sessionId"], "success": True, "userFeedback": "up", "filesModified": 1,
+        "knowledgeUsed": injected, "learnings": [learning]})
+    # auth+count, BEGIN, session lock, events, injected, owned, used INSERT, outcome UPDATE, lock rows, credit
+    # UPDATE, stages read, learning INSERT, jobs INSERT, jobs read, session UPDATE, COMMIT: 16 (32 before).
+    assert len(closed) == 16, [s[:80] for s in closed]
+    assert SessionJob.objects.filter(session_id=started["sessionId"]).count() == 2
+    assert SessionEvent.objects.filter(session_id=started["sessionId"], event_type="learning_captured").count() == 1
