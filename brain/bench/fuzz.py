@@ -113,6 +113,7 @@ class Sender:
         self.http = httpx.Client(timeout=120, limits=httpx.Limits(max_connections=1))
         self.idle_since = time.monotonic()
         self.reconnects = 0
+        self.previous = "none"  # the last exchange on this connection, named when the next one is dropped
 
     def send(self, url: str, case: Any) -> tuple[int | None, str, bytes, float, str, str]:
         # Surrounding whitespace is not part of a field value on the wire (RFC 9110), and h11 refuses to send it.
@@ -127,11 +128,14 @@ class Sender:
                     raise
                 self.reconnects += 1
                 response = self.http.request(case.method, url + case.path, headers=headers, content=case.body or None)
+            closed = "close" in response.headers.get("connection", "").lower()  # the next one opens a new connection
+            self.previous = "none" if closed else f"{case.method} {case.path[:120]} -> {response.status_code}"
             return response.status_code, response.headers.get("content-type", ""), response.content, \
                 time.perf_counter() - started, "", response.headers.get("location", "")
         except httpx.TransportError as exc:
+            previous, self.previous = self.previous, "a dropped one"
             return None, "", b"", time.perf_counter() - started, f"{type(exc).__name__}: {exc} (idle {idle:.1f} s, " \
-                f"{len(case.body)} bytes sent)", ""
+                f"{len(case.body)} bytes sent; previous on this connection: {previous})", ""
         finally:
             self.idle_since = time.monotonic()
 
