@@ -42,15 +42,14 @@ BM25_B = 0.75
 # turn recall@10 from 0.414 (exact cosine) to 0.259, and a one-sided variant (penalise long rows only) still
 # gave 0.314 (docs/benchmarks.md, issue 16). The vector list is now plain cosine, never below exact search.
 VECTOR_LENGTH_B = 0.0
-# Per-query fusion shares (`Fusion.adaptive`): the list whose first SHAPE_HEAD scores stand further above the rest
-# of its own scores (in standard deviations) leads this query's fusion with 2 - SHAPE_FLOOR of its configured
-# weight, the other list keeps SHAPE_FLOOR; equal heads keep equal shares. Fixed equal shares fell below the
-# better list on both short-chat sets (vector on MemoryBank, full text on REALTALK); shares proportional to the
-# squared head distances, within [0.5, 1.5], still left hybrid one or two MemoryBank questions below the vector
-# list. Leading shares at floors 0.35-0.4 with heads of 3-5 rows were the plateau where hybrid was at or above
-# both lists on MemoryBank (docs/benchmarks.md, issue 16).
+# Per-query fusion shares (`Fusion.adaptive`): a list whose first SHAPE_HEAD scores stand further above the rest
+# of its own scores (in standard deviations) gets the larger share, by the square of that distance, never less
+# than SHAPE_FLOOR of its configured weight nor more than 2 - SHAPE_FLOOR. Fixed equal shares fell below the
+# better list on both short-chat sets (vector on MemoryBank, full text on REALTALK); these settings were the
+# plateau of an offline sweep over both (docs/benchmarks.md, issue 16).
 SHAPE_HEAD = 3
-SHAPE_FLOOR = 0.375
+SHAPE_POWER = 2
+SHAPE_FLOOR = 0.5
 # The longest search query any interface accepts (characters).
 QUERY_MAX = 2000
 # Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
@@ -195,15 +194,15 @@ def _confidence(scores: str, ranks: str, source: str) -> str:
 
 
 def _weights_cte() -> str:
-    """Each list's share of the fusion for this query (`adaptive`): the list whose head stands further out
-    (`_confidence`) leads with 2 - SHAPE_FLOOR, the other keeps SHAPE_FLOOR; 1 and 1 when the heads stand
-    equally far out (neither at all, for instance) or `adaptive` is off. The share multiplies the list's
-    configured weight. A hard lead, not a share proportional to the distances: on MemoryBank proportional
-    shares let a flat full-text list of weak matches outvote the vector list's hit (docs/benchmarks.md)."""
+    """Each list's share of the fusion for this query (`adaptive`): the lists' head confidences squared,
+    as shares of 2, kept within [SHAPE_FLOOR, 2 - SHAPE_FLOOR]; 1 and 1 when neither head stands out or
+    `adaptive` is off. The share multiplies the list's configured weight."""
     return f"""
-    conf AS (SELECT {_confidence("(1 - dist)", "rnk", "vec")} AS cv, {_confidence("score", "rnk", "fts")} AS cf),
-    shares AS (SELECT CASE WHEN NOT %(adaptive)s OR cv = cf THEN 1
-                           WHEN cv > cf THEN {2 - SHAPE_FLOOR} ELSE {SHAPE_FLOOR} END AS sv FROM conf)"""  # noqa: S608
+    conf AS (SELECT power({_confidence("(1 - dist)", "rnk", "vec")}, {SHAPE_POWER}) AS cv,
+                    power({_confidence("score", "rnk", "fts")}, {SHAPE_POWER}) AS cf),
+    shares AS (SELECT CASE WHEN %(adaptive)s AND cv + cf > 0
+                           THEN least(greatest(2 * cv / (cv + cf), {SHAPE_FLOOR}), {2 - SHAPE_FLOOR})
+                           ELSE 1 END AS sv FROM conf)"""  # noqa: S608 - constants and fixed SQL only
 
 
 def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool, exact: bool) -> str:
