@@ -32,7 +32,6 @@ from sessions.services.policy import Policy, policy_parse
 logger = logging.getLogger(__name__)
 STDERR_KEEP = 4000
 SIMILAR_STDERR = 0.6  # Jaccard of normalised stderr words at or above which two failures are "the same"
-NEAR_DUPLICATE = MEMORY_NEAR_DUPLICATE  # cosine similarity at or above which a memory is the one already stored
 SCOPES = ("repo", "user", "global", "task")
 _NOISE = re.compile(r"0x[0-9a-f]+|\d+|/[\w./-]+")
 
@@ -189,7 +188,7 @@ def _near_duplicate(rows: Q, content: str) -> KnowledgeItem | None:
     from pgvector.django import CosineDistance
 
     close = (live.filter(embedding_model=model).annotate(d=CosineDistance("embedding", vector))
-             .filter(d__lte=1 - NEAR_DUPLICATE).order_by("d").first())
+             .filter(d__lte=1 - MEMORY_NEAR_DUPLICATE).order_by("d").first())
     return close
 
 
