@@ -14,8 +14,10 @@ import pytest
 from knowledge.embeddings import (
     DIMENSIONS,
     LOCAL_MODEL_NAME,
+    TOKEN_BUDGET,
     EmbeddingUnavailable,
     OpenAIEmbedder,
+    _token_batches,
     embed_texts,
     embedder_health,
     get_embedder,
@@ -42,6 +44,20 @@ def test_local_model_batches_keep_input_order_and_match_single_calls() -> None:
     singles = [embed_texts([text])[0][0] for text in texts]
     assert np.allclose(np.array(batch), np.array(singles), atol=1e-3)
     assert get_embedder() is get_embedder()  # loaded once per process
+
+
+def test_batches_are_cut_by_padded_tokens_and_long_texts_match_single_calls() -> None:
+    lengths = [3, 10, 40, 40, 100, 256, 256, 256]
+    batches = _token_batches(list(range(len(lengths))), lengths, max_batch=32)
+    assert [i for batch in batches for i in batch] == list(range(len(lengths)))
+    for batch in batches:  # every batch but a lone over-budget text fits the budget once padded
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= TOKEN_BUDGET
+    assert _token_batches(list(range(40)), [5] * 40, max_batch=32)[0] == list(range(32))
+    long_text = " ".join(f"migration step {n} rewrites the index of table t{n}" for n in range(60))
+    texts = [long_text, "short", long_text[:300], long_text + " tail", "mid length text about indexes"]
+    batch, _ = embed_texts(texts)
+    singles = [embed_texts([text])[0][0] for text in texts]
+    assert np.allclose(np.array(batch), np.array(singles), atol=1e-4)
 
 
 def test_none_provider_refuses_and_doctor_says_fts_only(settings: Any) -> None:
