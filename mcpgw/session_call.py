@@ -17,6 +17,7 @@ from django.db import connection
 from django.db.models import Model
 from django.utils import timezone
 
+from brain.sql_rows import instances, select_list
 from mcpgw.models import SESSION_ID_MAX, McpSession
 from mcpgw.selectors import idle_cutoff
 from projects.models import ApiToken, Project, User
@@ -25,13 +26,9 @@ from projects.selectors.accounts import token_digest
 ALIASES: tuple[tuple[str, type[Model]], ...] = (("s", McpSession), ("t", ApiToken), ("u", User), ("p", Project))
 
 
-def _columns(alias: str, model: type[Model]) -> list[str]:
-    return [f'{alias}."{field.column}"' for field in model._meta.concrete_fields]
-
-
 @cache
 def _statement() -> str:
-    returning = ", ".join(col for alias, model in ALIASES for col in _columns(alias, model))
+    returning = select_list(ALIASES)
     s, t, u, p = (model._meta.db_table for _, model in ALIASES)
     # Table and column names come from the models only; every value is a parameter.
     return f"""UPDATE "{s}" AS s SET tool_call_count = s.tool_call_count + 1, last_seen_at = %(now)s
@@ -40,21 +37,6 @@ def _statement() -> str:
           AND t.digest = %(digest)s AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > %(now)s)
           AND u.is_active
         RETURNING {returning}"""  # noqa: S608
-
-
-def _instances(row: tuple[Any, ...]) -> dict[str, Model | None]:
-    """Model instances from one RETURNING row, as the ORM itself would build them (from_db)."""
-    built: dict[str, Model | None] = {}
-    start = 0
-    for alias, model in ALIASES:
-        fields = model._meta.concrete_fields
-        values = row[start:start + len(fields)]
-        start += len(fields)
-        if alias == "p" and values[0] is None:
-            built[alias] = None  # a user-scoped token: the LEFT JOIN found no project
-            continue
-        built[alias] = model.from_db(connection.alias, [f.attname for f in fields], values)
-    return built
 
 
 def session_tool_call(*, raw_token: str, session_id: str) -> McpSession | None:
@@ -70,7 +52,7 @@ def session_tool_call(*, raw_token: str, session_id: str) -> McpSession | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    built = _instances(row)
+    built = instances(row, ALIASES)  # no project: a user-scoped token (the LEFT JOIN found none)
     session, token, user = built["s"], built["t"], built["u"]
     assert isinstance(session, McpSession) and isinstance(token, ApiToken) and isinstance(user, User)
     token.user = user

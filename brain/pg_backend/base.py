@@ -5,6 +5,13 @@ a wait, every request that arrives in that gap fails although the database is ba
 such a request waits and is served. Only requests in flight when the server went away (their transaction
 was cut) still fail, with the retryable "database unavailable" answer. 0 (the default outside web
 replicas) connects once, as Django does.
+
+It also spares the hot path Django's per-request health check (CONN_HEALTH_CHECKS): a `SELECT 1` before the
+first query of every request, a third round trip on a two-statement tool call. A connection that was opened
+or checked less than HEALTH_CHECK_EVERY_S ago is trusted; under steady traffic each connection is checked
+about once a second instead of once a request. If the server died within that second, the request fails
+like a request in flight during the restart (a retryable "database unavailable"), and the connection is
+dropped at the end of it (Django's errors_occurred check), so the next one reconnects.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from brain.logs import log_op
 
 logger = logging.getLogger(__name__)
 RETRY_EVERY_S = 0.25
+HEALTH_CHECK_EVERY_S = 1.0
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -39,3 +47,20 @@ class DatabaseWrapper(base.DatabaseWrapper):
             if tries > 1:
                 log_op(logger, "db.connect_waited", tries=tries)
             return connection
+
+    _verified_at = 0.0  # monotonic time the connection was last opened or answered a health check
+
+    def connect(self) -> None:
+        super().connect()
+        self._verified_at = time.monotonic()
+
+    def close_if_health_check_failed(self) -> None:
+        # Django's own attributes (django-stubs does not declare them).
+        enabled, done = getattr(self, "health_check_enabled", False), getattr(self, "health_check_done", False)
+        due = self.connection is not None and enabled and not done
+        if due and time.monotonic() - self._verified_at < HEALTH_CHECK_EVERY_S:
+            self.health_check_done = True
+            return
+        super().close_if_health_check_failed()
+        if due and self.connection is not None:
+            self._verified_at = time.monotonic()

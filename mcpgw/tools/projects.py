@@ -11,7 +11,7 @@ from pydantic import Field
 from mcpgw.registry import NoArguments, ToolModel, tool
 from projects.models import PROJECT_NAME_MAX, STACK_NAME_MAX, Project
 from projects.scope import Principal
-from projects.selectors.accounts import project_active, projects_visible
+from projects.selectors.accounts import project_active, projects_listed
 from projects.services.accounts import project_create_named
 
 
@@ -93,7 +93,7 @@ def brain_create_project(principal: Principal, args: CreateProjectIn) -> CreateP
     read_only=True,
 )
 def brain_list_projects(principal: Principal, args: NoArguments) -> ListProjectsOut:
-    return ListProjectsOut(projects=[ProjectSummary.of(p, principal) for p in projects_visible(principal=principal)])
+    return ListProjectsOut(projects=[ProjectSummary.of(p, principal) for p in projects_listed(principal=principal)])
 
 
 @tool(

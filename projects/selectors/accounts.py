@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from functools import cache
 
+from django.db import connection
 from django.db.models import Case, CharField, IntegerField, QuerySet, Value, When
 from django.db.models.functions import Lower
 from django.utils import timezone
 
 from brain.errors import NotFound, ValidationFailed
+from brain.sql_rows import instances, select_list
 from brain.text import text_storable
-from projects.models import TOKEN_PREFIX, ApiToken, Org, Project, User
+from projects.models import TOKEN_PREFIX, ApiToken, Membership, Org, Project, User
 from projects.scope import Principal
 
 
@@ -51,6 +54,44 @@ def projects_visible(*, principal: Principal) -> QuerySet[Project]:
     return qs.select_related("org").annotate(own_rank=own_first).order_by("own_rank", "created_at", "id")
 
 
+_LISTED = (("p", Project), ("o", Org))
+
+
+@cache
+def _listed_statement() -> str:
+    project, org, membership = (model._meta.db_table for model in (Project, Org, Membership))
+    # The order and the scope of projects_visible, written once; names come from the models, values are parameters.
+    return f"""SELECT {select_list(_LISTED)} FROM "{project}" AS p JOIN "{org}" AS o ON o.id = p.org_id
+        WHERE EXISTS (SELECT 1 FROM "{membership}" AS m WHERE m.org_id = p.org_id AND m.user_id = %(user)s)
+          AND (%(project)s::uuid IS NULL OR p.id = %(project)s::uuid)
+        ORDER BY CASE WHEN o.personal_for_id = %(user)s THEN 0 ELSE 1 END, p.created_at, p.id
+        LIMIT %(limit)s"""  # noqa: S608
+
+
+def projects_listed(*, principal: Principal, limit: int | None = None) -> list[Project]:
+    """What projects_visible yields (each project with its `.org`), as one precompiled statement: the form for
+    per-call reads (brain_list_projects, the default project of a session)."""
+    params = {"user": principal.user.pk, "limit": limit,
+              "project": principal.token.project_id if principal.token else None}
+    with connection.cursor() as cursor:
+        cursor.execute(_listed_statement(), params)
+        rows = cursor.fetchall()
+    listed: list[Project] = []
+    for row in rows:
+        built = instances(row, _LISTED)
+        project, org = built["p"], built["o"]
+        assert isinstance(project, Project) and isinstance(org, Org)
+        project.org = org
+        listed.append(project)
+    return listed
+
+
+def projects_first(*, principal: Principal) -> Project | None:
+    """The first visible project in projects_visible's order (a token's own project, or the personal org's oldest)."""
+    listed = projects_listed(principal=principal, limit=1)
+    return listed[0] if listed else None
+
+
 def project_visible(*, principal: Principal, project_id: uuid.UUID | str) -> Project:
     """One visible project; a missing project and a hidden one give the same NOT_FOUND."""
     try:
@@ -66,7 +107,7 @@ def project_visible(*, principal: Principal, project_id: uuid.UUID | str) -> Pro
 def project_active(*, principal: Principal) -> tuple[Project | None, str | None]:
     """The project a session would default to, without creating one: the token's project
     ("token_scope") or the first visible one ("first_project_fallback"); (None, None) if there is none."""
-    project = projects_visible(principal=principal).first()
+    project = projects_first(principal=principal)
     if project is None:
         return None, None
     return project, "token_scope" if principal.is_project_scoped else "first_project_fallback"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from brain.errors import ForbiddenProject, NotFound, ValidationFailed
 from projects.models import Project, User
 from projects.scope import Principal
-from projects.selectors.accounts import project_visible, projects_visible
+from projects.selectors.accounts import project_visible, projects_first
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def _token_project(principal: Principal, project_id: str | uuid.UUID | None) -> 
     assert principal.token is not None
     if project_id is not None and _uuid(project_id) != principal.token.project_id:
         raise ForbiddenProject("this token is bound to another project; omit projectId or use a user-scoped token")
-    project = projects_visible(principal=principal).first()
+    project = projects_first(principal=principal)
     if project is None:
         raise ForbiddenProject("this token's project is no longer accessible to its user")
     return ResolvedProject(project, "token_scope")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from projects.scope import Principal
-from projects.selectors.accounts import projects_visible
+from projects.selectors.accounts import projects_first
 from projects.selectors.addressed import ResolvedProject, project_addressed
 from projects.services.accounts import project_ensure_default, project_ensure_named
 
@@ -23,7 +23,7 @@ def project_resolve(
             user=principal.user, name=project_name, framework=framework, language=language
         )
         return ResolvedProject(project, "project_name")
-    first = projects_visible(principal=principal).first()
+    first = projects_first(principal=principal)
     if first is not None:
         return ResolvedProject(first, "first_project_fallback")
     return ResolvedProject(project_ensure_default(user=principal.user), "default_created")
