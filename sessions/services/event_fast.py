@@ -2,31 +2,51 @@
 generated column) and nothing else. The vector follows from the batcher after the commit.
 
 It stands for the locked session read (`session_owned(..., for_update=True)`) and the insert that followed it.
-The SELECT feeding the INSERT is the ORM's own `sessions_owned` query (the caller's sessions in projects its
-token can see) narrowed to this open session, and it takes FOR KEY SHARE on the session row: a concurrent close
-(which holds FOR UPDATE) is waited for, after which the row is checked again and, closed, yields nothing. When
-nothing is inserted the caller takes the step-by-step path, which tells apart "not found" and "already closed".
+The SELECT feeding the INSERT is `sessions_owned`'s scope written out (the caller's own session, in a project
+of one of the caller's orgs, the token's project only for a scoped token) narrowed to this open session, and it
+takes FOR KEY SHARE on the session row: a concurrent close (which holds FOR UPDATE) is waited for, after which
+the row is checked again and, closed, yields nothing. When nothing is inserted the caller takes the
+step-by-step path, which tells apart "not found" and "already closed". The statement is written once per
+process: building it with the ORM on every call cost more than running it.
 """
 
 from __future__ import annotations
 
 import uuid
+from functools import cache
 from typing import Any
 
 from django.db import connection
 from django.utils import timezone
 
+from projects.models import Membership, Project
 from projects.scope import Principal
 from sessions.models import Session, SessionEvent
-from sessions.selectors.owned import sessions_owned
 
 FROM_SESSION = ("session_id", "project_id")  # columns taken from the session row the SELECT found
 
 
-def _source(principal: Principal, pk: uuid.UUID) -> tuple[str, tuple[Any, ...]]:
-    qs = sessions_owned(principal=principal).filter(pk=pk, ended_at__isnull=True).order_by()
-    sql, params = qs.values_list("id", "project_id").query.sql_with_params()
-    return f'{sql} FOR KEY SHARE OF "{Session._meta.db_table}"', params
+@cache
+def _fields() -> list[Any]:
+    """The columns an INSERT writes (a generated column, the full-text, is left to PostgreSQL)."""
+    return [f for f in SessionEvent._meta.concrete_fields if not getattr(f, "generated", False)]
+
+
+@cache
+def _statement() -> str:
+    event, session = SessionEvent._meta.db_table, Session._meta.db_table
+    project, membership = Project._meta.db_table, Membership._meta.db_table
+    values = ", ".join(f's."{f.attname}"' if f.attname in FROM_SESSION else "%s" for f in _fields())
+    columns = ", ".join(f'"{f.column}"' for f in _fields())
+    # Table and column names come from the models only; every value is a parameter.
+    return f"""INSERT INTO "{event}" ({columns})
+        SELECT {values} FROM (
+          SELECT s.id AS session_id, s.project_id FROM "{session}" AS s
+          WHERE s.id = %s AND s.user_id = %s AND s.ended_at IS NULL
+            AND EXISTS (SELECT 1 FROM "{project}" AS p JOIN "{membership}" AS m ON m.org_id = p.org_id
+                        WHERE p.id = s.project_id AND m.user_id = %s AND (%s::uuid IS NULL OR p.id = %s::uuid))
+          FOR KEY SHARE OF s) AS s
+        RETURNING project_id"""  # noqa: S608
 
 
 def event_insert_owned(
@@ -41,23 +61,11 @@ def event_insert_owned(
     now = timezone.now()
     event = SessionEvent(session_id=pk, user_id=principal.user.pk, event_type=event_type, payload=payload,
                          content=content, occurred_at=now, embedding=None, embedding_model="")
-    fields = [f for f in SessionEvent._meta.concrete_fields if not getattr(f, "generated", False)]
-    values: list[str] = []
-    params: list[Any] = []
-    for f in fields:
-        if f.attname in FROM_SESSION:
-            values.append(f'src."{f.attname}"')
-            continue
-        values.append("%s")
-        params.append(f.get_db_prep_save(f.pre_save(event, True), connection))
-    source, source_params = _source(principal, pk)
-    columns = ", ".join(f'"{f.column}"' for f in fields)
-    alias = ", ".join(f'"{col}"' for col in FROM_SESSION)
-    # Table and column names come from the models only; every value is a parameter.
-    sql = (f'INSERT INTO "{SessionEvent._meta.db_table}" ({columns}) SELECT {", ".join(values)} '  # noqa: S608
-           f'FROM ({source}) AS src ({alias}) RETURNING "project_id"')
+    params = [f.get_db_prep_save(f.pre_save(event, True), connection)
+              for f in _fields() if f.attname not in FROM_SESSION]
+    scoped = principal.token.project_id if principal.token else None
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *source_params])
+        cursor.execute(_statement(), [*params, pk, principal.user.pk, principal.user.pk, scoped, scoped])
         row = cursor.fetchone()
     if row is None:
         return None

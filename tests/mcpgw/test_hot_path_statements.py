@@ -84,6 +84,24 @@ def test_log_event_refusals_keep_their_errors_and_store_nothing(taught: tuple[Mc
     assert not SessionEvent.objects.filter(session_id=theirs).exists()
 
 
+def test_log_event_from_a_project_token_reaches_only_its_project(taught: tuple[Mcp, str], client: Client,
+                                                                  tenant_a: Tenant, tenant_b: Tenant) -> None:
+    mcp, session = taught
+    elsewhere = call_tool(mcp, "brain_start_session", {"clientType": "t", "projectName": "Side Project"},
+                          session=session)["structuredContent"]["sessionId"]
+    scoped = Mcp(client, tenant_a.project_raw)
+    scoped_session = scoped.initialize()
+    args = {"eventType": "note", "payload": {"text": "from the ci token"}}
+    refused = call_tool(scoped, "brain_log_event", {"sessionId": elsewhere, **args}, session=scoped_session)
+    assert error_of(refused)["code"] == "NOT_FOUND"
+    own = call_tool(scoped, "brain_start_session", {"clientType": "ci"}, session=scoped_session)["structuredContent"]
+    logged = call_tool(scoped, "brain_log_event", {"sessionId": own["sessionId"], **args}, session=scoped_session)
+    assert not logged.get("isError"), logged
+    assert list(SessionEvent.objects.filter(content="from the ci token").values_list("project_id", flat=True)) == [
+        tenant_a.project.pk]
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+
+
 def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple[Mcp, str], tenant_a: Tenant) -> None:
     mcp, session = taught
     started, opened = _call(mcp, session, "brain_start_session", {"clientType": "t", "prompt": PROMPT})
