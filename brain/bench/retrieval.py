@@ -22,6 +22,7 @@ from brain.bench.baselines import BM25, Cosine, sessions_by_best_turn
 from brain.bench.dialogue import is_dialogue, load_dialogue
 from brain.bench.lme import KEYS, Group, Tally, groups_of, load, share_found
 from brain.bench.memorybank import is_memorybank, load_memorybank
+from brain.progress import progress
 
 HELP = "measure session-search recall and latency on LongMemEval records (hybrid, fts, vector)"
 MODES = ("hybrid", "fts", "vector")
@@ -158,7 +159,6 @@ def _baseline_rankings(plain: tuple[BM25, Cosine], query: str) -> dict[str, list
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
 
     from projects.scope import Principal
     from projects.selectors.accounts import user_by_email
@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     total_turns = sum(len(t) for g in groups for s in g.sessions for t in [s])
     ingest_s = 0.0
     try:
-        with tqdm(total=total_turns, unit="turn", desc="ingest", file=sys.stderr, disable=None) as bar:
+        with progress(total=total_turns, unit="turn", desc="ingest") as bar:
             for index, group in enumerate(groups):
                 start = time.perf_counter()
                 project, keys = _stored(user, index) if args.reuse else _ingest(user, group, index, bar)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 HELP = "import rule files (CLAUDE.md, AGENTS.md, .cursorrules, .mdc, ...), MCP memory JSONL or a JSON export"
 
@@ -35,9 +34,8 @@ def _summary(report: dict) -> str:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from brain.errors import NotFound
+    from brain.progress import progress
     from knowledge.importing.collect import collect
     from knowledge.services.imports import ImportFile, knowledge_import
     from projects.scope import Principal
@@ -48,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise NotFound(f"no such file or folder: {', '.join(missing)}")
     files = [ImportFile(str(p), p.read_bytes()) for p in paths]
-    with tqdm(total=len(files), desc="import", unit="file", file=sys.stderr, disable=None) as bar:
+    with progress(total=len(files), desc="import", unit="file") as bar:
         report = knowledge_import(principal=Principal(user=user), files=files, project_name=args.project,
                                   dry_run=args.dry_run, progress=lambda done, total, name: bar.update(1))
     out = report.as_dict()

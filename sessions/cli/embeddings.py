@@ -20,8 +20,7 @@ def targets() -> list[object]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from brain.progress import progress
     from knowledge.embeddings import EmbeddingUnavailable, current_model_name
     from knowledge.services.backfill import Target, embeddings_backfill, stale
 
@@ -32,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     for target in targets():
         assert isinstance(target, Target)
         todo = stale(target, model_name).count()
-        with tqdm(total=todo, desc=target.label, unit="row", file=sys.stderr, disable=None) as bar:
+        with progress(total=todo, desc=target.label, unit="row") as bar:
             try:
                 done = embeddings_backfill(target=target, model_name=model_name, batch_size=args.batch_size,
                                            on_batch=bar.update)
