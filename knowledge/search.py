@@ -36,11 +36,15 @@ BM25_K1 = 1.2
 # BM25's length normalisation: 0 ignores length, 1 divides by relative length. 0.75 is BM25's customary
 # value; on LongMemEval dev120 it raised full-text turn recall@10 from 0.778 to 0.812 (docs/benchmarks.md).
 BM25_B = 0.75
-# The same normalisation on cosine similarity (`Fusion.vector_length_b`), off by default. On LongMemEval dev120
-# b = 0.2 raised hybrid turn recall@10 from 0.891 to 0.908 (long assistant turns drift toward the topic), but on
-# short speaker-prefixed chat (REALTALK) it lifted one-line turns ("Haha yes") over the facts and cut vector
-# turn recall@10 from 0.414 (exact cosine) to 0.259, and a one-sided variant (penalise long rows only) still
-# gave 0.314 (docs/benchmarks.md, issue 16). The vector list is now plain cosine, never below exact search.
+# A length penalty on cosine similarity for long rows only (`Fusion.vector_long_lexemes`, `vector_length_b`): a
+# row of more than L distinct lexemes has its similarity divided by 1 + b * (length / L - 1); shorter rows keep
+# plain cosine. MiniLM was trained on short texts and its mean-pooled vector of a long reply drifts toward the
+# topic of the conversation, so it sits close to every question about that topic. Normalising every row to
+# the average length instead (BM25's pivot, session 3) helped LongMemEval but lifted one-line chat turns
+# ("Haha yes") over the facts on short speaker-prefixed chat; a penalty above a fixed length leaves such
+# turns exact. Off by default (knowledge search); session search sets L = 48, b = 0.5: on LongMemEval dev120
+# vector turn recall@10 0.761 -> 0.829, on MemoryBank unchanged (docs/benchmarks.md, issue 16).
+VECTOR_LONG_LEXEMES = 0
 VECTOR_LENGTH_B = 0.0
 # Per-query fusion shares (`Fusion.adaptive`): a list whose first SHAPE_HEAD scores stand further above the rest
 # of its own scores (in standard deviations) gets the larger share, by the square of that distance, never less
@@ -87,6 +91,7 @@ class Fusion:
     # the engine, not measured by a benchmark yet). Session search passes MAX_COSINE_DISTANCE: no cut.
     max_distance: float = 0.75
     fts_postings: int = FTS_POSTINGS_BUDGET
+    vector_long_lexemes: int = VECTOR_LONG_LEXEMES  # 0: plain cosine
     vector_length_b: float = VECTOR_LENGTH_B
     exact_rows: int = EXACT_ROWS  # scopes of at most this many rows are searched exactly (0: never)
     # Per-query list shares from score shape (`_weights_cte`). Session search turns it on; knowledge search
@@ -119,29 +124,27 @@ _EMPTY_FTS = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS scor
 
 
 def _length_pivot(b: str, length: str, average: str) -> str:
-    """BM25's length normalisation `(1 - b) + b * length / average`, shared by both lists' scores."""
+    """BM25's length normalisation `(1 - b) + b * length / average`."""
     return f"(1 - {b} + {b} * {length} / {average})"
 
 
 def _vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
-    """The nearest rows by cosine distance, ranked by their similarity normalised for length the way
-    BM25 normalises term frequency: divided by 1 - b + b * length / average length, where length counts
-    distinct lexemes (as the full-text side does) and the average is over these nearest rows.
+    """The nearest rows by cosine distance, ranked by their similarity with long rows penalised (see
+    VECTOR_LONG_LEXEMES; length counts distinct lexemes, as the full-text side does).
 
     `exact`: a scope of at most EXACT_ROWS rows is ranked by computing every distance (the `+ 0` keeps the
     planner off the HNSW index). The index serves the whole table: under a filter to one small project its
     graph walk meets mostly other projects' rows, and even with iterative scans it returned a third fewer
     of the true nearest turns than exact search on short dialogue turns (docs/benchmarks.md)."""
     order = "(t.embedding <=> %(qvec)s::vector) + 0" if exact else "t.embedding <=> %(qvec)s::vector"
+    penalty = "(1 + %(lenb)s * greatest(len::float8 / %(longlex)s - 1, 0))"
     return f"""
-        SELECT id, row_number() OVER (ORDER BY (1 - dist) / {_length_pivot("%(lenb)s", "len", "avg_len")} DESC, id)
-               AS rnk, dist
-        FROM (SELECT id, dist, len, avg(len) OVER () AS avg_len FROM (
-            SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist, greatest(length(t.search_vector), 1) AS len
-            FROM {table} t
-            WHERE {scope.sql} AND t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s
-            ORDER BY {order} LIMIT %(n)s) nearest
-        WHERE dist <= %(maxdist)s) v"""  # noqa: S608 - names and fixed SQL only; values are parameters
+        SELECT id, row_number() OVER (ORDER BY (1 - dist) / {penalty} DESC, id) AS rnk, dist
+        FROM (SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist, greatest(length(t.search_vector), 1) AS len
+              FROM {table} t
+              WHERE {scope.sql} AND t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s
+              ORDER BY {order} LIMIT %(n)s) nearest
+        WHERE dist <= %(maxdist)s"""  # noqa: S608 - names and fixed SQL only; values are parameters
 
 
 def _fts_ctes(table: str, scope: Scope) -> str:
@@ -247,7 +250,8 @@ def hybrid_candidates(
     params = {
         **scope.params, "qtext": query, "qvec": _vector_literal(vector), "qmodel": model,
         "n": fusion.candidates, "maxdist": fusion.max_distance, "k": float(fusion.rrf_k),
-        "wv": weight_v, "wf": weight_f, "lenb": fusion.vector_length_b,
+        "wv": weight_v, "wf": weight_f, "longlex": max(fusion.vector_long_lexemes, 1),
+        "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
         "adaptive": fusion.adaptive and use_vec and use_fts,
     }
     with transaction.atomic(), connection.cursor() as cursor:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from brain.errors import ValidationFailed
@@ -26,6 +27,10 @@ SNIPPET_CHARS = 240
 # A session's n-th best event adds DECAY**n of its score (measured on LongMemEval dev120, docs/benchmarks.md).
 SESSION_EVENT_DECAY = 0.5
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
+# Session search's own fusion: no distance cut and per-query list shares, always; the long-row penalty on cosine
+# (knowledge/search.py, VECTOR_LONG_LEXEMES) unless the environment sets it (`BRAIN_RETRIEVAL_VECTOR_*`).
+EVENT_FUSION: dict[str, Any] = {"max_distance": MAX_COSINE_DISTANCE, "adaptive": True}
+EVENT_LENGTH_PENALTY: dict[str, Any] = {"vector_long_lexemes": 48, "vector_length_b": 0.5}
 EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)
 
 
@@ -55,6 +60,11 @@ class SessionSearchResult:
     events: list[EventHit]
     retrieval: str
     notice: str = ""
+
+
+def event_fusion() -> Fusion:
+    unset = {name: value for name, value in EVENT_LENGTH_PENALTY.items() if settings.BRAIN_RETRIEVAL.get(name) is None}
+    return fusion_from_settings(**EVENT_FUSION, **unset)
 
 
 def session_event_scope(
@@ -87,7 +97,7 @@ def session_search(
     scope = session_event_scope(principal=principal, project_id=project_id, since=since, until=until)
     found = hybrid_candidates(
         table=EVENT_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,
-        fusion=fusion or fusion_from_settings(max_distance=MAX_COSINE_DISTANCE, adaptive=True),
+        fusion=fusion or event_fusion(),
     )
     events = [
         _event_hit(row, score, terms if explain else {})
