@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -29,6 +30,19 @@ def test_tool_call_costs_two_statements_and_counts_once(mcp_a: Mcp, tenant_a) ->
     # One UPDATE ... RETURNING for token + user + project + session + count, one SELECT for the projects.
     assert len(queries.captured_queries) == 2, [q["sql"][:80] for q in queries.captured_queries]
     assert McpSession.objects.get(pk=session).tool_call_count == 2
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit, as served: the relaxed commit applies only there
+def test_the_counted_call_leaves_later_writes_durable(mcp_a: Mcp, tenant_a, tenant_b) -> None:
+    """The count's UPDATE commits without waiting for the WAL flush; nothing after it on the connection does."""
+    session = mcp_a.initialize()
+    for _ in range(3):
+        call_tool(mcp_a, "brain_list_projects", session=session)
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone() == ("on",)
+    assert McpSession.objects.get(pk=session).tool_call_count == 3
+    assert not McpSession.objects.filter(token__user=tenant_b.user).exists()
 
 
 def test_project_scoped_token_keeps_its_scope(client, tenant_a) -> None:
