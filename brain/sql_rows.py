@@ -7,11 +7,14 @@ every call, which cost as much as the round trip itself.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from django.db import connection
+from django.db import ProgrammingError, connection
 from django.db.models import Model
+from psycopg.errors import InvalidSqlStatementName
 
 Aliased = Sequence[tuple[str, type[Model]]]
 
@@ -32,3 +35,46 @@ def instances(row: Sequence[Any], aliases: Aliased) -> dict[str, Model | None]:
         built[alias] = None if values[0] is None else model.from_db(
             connection.alias, [f.attname for f in fields], values)
     return built
+
+
+# Statements PREPAREd on each database connection, by name. Keyed by the driver's connection object, so a
+# reconnect (a new object) prepares again.
+_prepared: WeakKeyDictionary[Any, set[str]] = WeakKeyDictionary()
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+def _positional(sql: str) -> tuple[str, list[str]]:
+    """`%(name)s` placeholders turned into PREPARE's `$n`, and the parameter names in `$n` order."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    return _NAMED.sub(number, sql), names
+
+
+def execute_prepared(cursor: Any, name: str, sql: str, params: dict[str, Any], *, prefix: str = "") -> None:
+    """Runs `sql` (named `%(…)s` placeholders) as a server-side prepared statement of this connection, so
+    PostgreSQL plans it once per connection instead of on every call (planning cost more than running these
+    per-call statements). `prefix` is a statement sent in the same query string (then the cursor is moved to
+    the prepared statement's result). A statement the server no longer knows (a pooler's DISCARD) is prepared
+    again once."""
+    positional, names = _positional(sql)
+    raw = connection.connection
+    done = _prepared.setdefault(raw, set())
+    for attempt in (1, 2):
+        if name not in done:
+            cursor.execute(f"PREPARE {name} AS {positional}")
+            done.add(name)
+        try:
+            cursor.execute(f"{prefix}EXECUTE {name}({', '.join(['%s'] * len(names))})", [params[n] for n in names])
+        except ProgrammingError as exc:
+            if attempt == 2 or not isinstance(exc.__cause__, InvalidSqlStatementName):
+                raise
+            done.discard(name)
+            continue
+        if prefix:
+            cursor.nextset()
+        return

@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models import Model
 from django.utils import timezone
 
-from brain.sql_rows import instances, select_list
+from brain.sql_rows import execute_prepared, instances, select_list
 from mcpgw.models import SESSION_ID_MAX, McpSession
 from mcpgw.selectors import idle_cutoff
 from projects.models import ApiToken, Project, User
@@ -57,9 +57,7 @@ def session_tool_call(*, raw_token: str, session_id: str) -> McpSession | None:
                               "digest": token_digest(raw_token)}
     relaxed = not connection.in_atomic_block
     with connection.cursor() as cursor:
-        cursor.execute(f"{ASYNC_COMMIT}; {_statement()}" if relaxed else _statement(), params)
-        if relaxed:
-            cursor.nextset()  # the first result is the SET's
+        execute_prepared(cursor, "brain_tool_call", _statement(), params, prefix=f"{ASYNC_COMMIT}; " if relaxed else "")
         row = cursor.fetchone()
     if row is None:
         return None

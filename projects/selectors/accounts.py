@@ -12,7 +12,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from brain.errors import NotFound, ValidationFailed
-from brain.sql_rows import instances, select_list
+from brain.sql_rows import execute_prepared, instances, select_list
 from brain.text import text_storable
 from projects.models import TOKEN_PREFIX, ApiToken, Membership, Org, Project, User
 from projects.scope import Principal
@@ -74,7 +74,7 @@ def projects_listed(*, principal: Principal, limit: int | None = None) -> list[P
     params = {"user": principal.user.pk, "limit": limit,
               "project": principal.token.project_id if principal.token else None}
     with connection.cursor() as cursor:
-        cursor.execute(_listed_statement(), params)
+        execute_prepared(cursor, "brain_projects_listed", _listed_statement(), params)
         rows = cursor.fetchall()
     listed: list[Project] = []
     for row in rows:

@@ -45,6 +45,25 @@ def test_the_counted_call_leaves_later_writes_durable(mcp_a: Mcp, tenant_a, tena
     assert not McpSession.objects.filter(token__user=tenant_b.user).exists()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_statements_forgotten_by_the_server_are_prepared_again(mcp_a: Mcp, tenant_a, tenant_b) -> None:
+    """The per-call statements are prepared once per connection; a pooler's DEALLOCATE / DISCARD costs one retry."""
+    session = mcp_a.initialize()
+    call_tool(mcp_a, "brain_list_projects", session=session)
+    with CaptureQueriesContext(connection) as queries:
+        call_tool(mcp_a, "brain_list_projects", session=session)
+    assert [q["sql"].split(" ")[-1][:30] for q in queries.captured_queries if "PREPARE" in q["sql"]] == []
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")
+    with CaptureQueriesContext(connection) as queries:
+        result = call_tool(mcp_a, "brain_list_projects", session=session)
+    assert _projects(result) == [tenant_a.project.name]
+    prepared = [q["sql"][:30] for q in queries.captured_queries if q["sql"].startswith("PREPARE")]
+    assert prepared == ["PREPARE brain_tool_call AS UPD", "PREPARE brain_projects_listed "]
+    assert McpSession.objects.get(pk=session).tool_call_count == 3
+    assert not McpSession.objects.filter(token__user=tenant_b.user).exists()
+
+
 def test_project_scoped_token_keeps_its_scope(client, tenant_a) -> None:
     mcp = Mcp(client, tenant_a.project_raw)
     session = mcp.initialize()
