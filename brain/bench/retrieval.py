@@ -10,16 +10,18 @@ keeps them).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from brain.bench.baselines import BM25, Cosine, sessions_by_best_turn
 from brain.bench.dialogue import is_dialogue, load_dialogue
+from brain.bench.fusion_dump import dump_line
 from brain.bench.lme import KEYS, Group, Tally, groups_of, load, share_found
 from brain.bench.memorybank import is_memorybank, load_memorybank
 from brain.progress import progress
@@ -44,6 +46,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument("--keep", action="store_true", help="keep the bench user and its projects")
     parser.add_argument("--reuse", metavar="EMAIL", help="query the data a --keep run left (skips ingest)")
+    parser.add_argument("--dump", metavar="PATH", type=Path,
+                        help="also write each question's full-text and vector lists (ranks, scores) and the hybrid "
+                             "ranking as JSON lines (.gz: compressed), for offline fusion replay "
+                             "(brain/bench/fusion_dump.py)")
 
 
 def _date(text: str | None) -> datetime:
@@ -119,7 +125,7 @@ def _score(tally: Tally, qtype: str, evidence: tuple[set[Any], set[str]], turns:
 
 
 def _evaluate(principal: Any, project: Any, group: Group, keys: dict[Any, tuple[str, int]],
-              tallies: dict[str, Tally]) -> None:
+              tallies: dict[str, Tally], dump: IO[str] | None = None) -> None:
     from knowledge.embeddings import memo_clear
     from sessions.selectors.search import session_search
 
@@ -135,6 +141,8 @@ def _evaluate(principal: Any, project: Any, group: Group, keys: dict[Any, tuple[
             tallies[mode].latencies_ms.append((time.perf_counter() - start) * 1000)
             turns_ranked = [keys[e.id] for e in result.events]
             _score(tallies[mode], qtype, evidence, turns_ranked, [keys[s.session_id][0] for s in result.sessions])
+            if dump is not None and mode == "hybrid":
+                dump.write(json.dumps(dump_line(principal, project, question, keys, result, evidence)) + "\n")
         for name, ranked in _baseline_rankings(plain, question["question"]).items():
             _score(tallies[name], qtype, evidence, ranked, sessions_by_best_turn(ranked))
 
@@ -168,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"brain: no such file {args.input}; pass a LongMemEval JSON file or a dialogue directory with --input",
               file=sys.stderr)
         return 2
+    if args.dump is not None and not args.dump.parent.is_dir():
+        print(f"brain: no such directory {args.dump.parent} for --dump", file=sys.stderr)
+        return 2
     dataset, records = _records(args)
     groups = groups_of(records)
     fresh = f"bench-{uuid.uuid4().hex[:10]}@bench.invalid"
@@ -176,15 +187,18 @@ def run(args: argparse.Namespace) -> int:
     tallies = {mode: Tally() for mode in (*MODES, *BASELINES)}
     total_turns = sum(len(t) for g in groups for s in g.sessions for t in [s])
     ingest_s = 0.0
+    dump = _open_dump(args.dump)
     try:
         with progress(total=total_turns, unit="turn", desc="ingest") as bar:
             for index, group in enumerate(groups):
                 start = time.perf_counter()
                 project, keys = _stored(user, index) if args.reuse else _ingest(user, group, index, bar)
                 ingest_s += time.perf_counter() - start
-                _evaluate(principal, project, group, keys, tallies)
+                _evaluate(principal, project, group, keys, tallies, dump)
                 bar.set_postfix_str(f"questions {sum(len(g.questions) for g in groups[:index + 1])}/{len(records)}")
     finally:
+        if dump is not None:
+            dump.close()
         if not (args.keep or args.reuse):
             user.delete()
         else:
@@ -197,6 +211,12 @@ def run(args: argparse.Namespace) -> int:
     }
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
+
+
+def _open_dump(path: Path | None) -> IO[str] | None:
+    if path is None:
+        return None
+    return gzip.open(path, "wt", encoding="utf-8") if path.suffix == ".gz" else path.open("w", encoding="utf-8")
 
 
 def _records(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]]:

@@ -148,3 +148,42 @@ def test_dialogue_records_carry_speaker_lines_and_their_own_evidence(tmp_path: P
     assert second["evidence_turns"] == [["Chat_1_Ana_Ben:s2", 0]]
     assert first["haystack_dates"][0] == "2023/12/29 (Fri) 22:42"
     assert len(load_dialogue(path, None, 1)) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_retrieval_dump_replays_to_the_engines_own_order(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               tenant_b: Tenant) -> None:
+    """`--dump` writes each question's two lists with their scores; fusing them in Python (`replay_hybrid`) gives
+    the engine's hybrid events and sessions exactly, so an offline fusion experiment starts from the truth."""
+    import gzip
+
+    from brain.bench.fusion_dump import replay_hybrid
+
+    data = tmp_path / "lme.json"
+    data.write_text(json.dumps([
+        _record("q1", "Which saxophone brand did I buy?", "I finally bought a Yamaha saxophone last week.",
+                "single-session-user"),
+        _record("q2", "Where did my sister move to?", "My sister just moved to Lisbon for her new job.",
+                "multi-session"),
+    ]))
+    dump = tmp_path / "lists.jsonl.gz"
+    bench_report(retrieval, ["--input", str(data), "--json", "--dump", str(dump)], capsys)
+    with gzip.open(dump, "rt", encoding="utf-8") as fh:
+        lines = [json.loads(line) for line in fh]
+    assert [line["question"] for line in lines] == ["Which saxophone brand did I buy?", "Where did my sister move to?"]
+    for line in lines:
+        assert line["fts"] and line["vector"] and line["evidence_turns"] == [[line["evidence_sessions"][0], 0]]
+        assert [r["rank"] for r in line["vector"]] == list(range(1, len(line["vector"]) + 1))
+        assert all(-1.0 <= r["score"] <= 1.0 for r in line["vector"]) and all(r["score"] > 0 for r in line["fts"])
+        turns, sessions = replay_hybrid(line)
+        assert [list(t) for t in turns] == line["hybrid_turns"] and sessions[:10] == line["hybrid_sessions"]
+    assert not SessionEvent.objects.exists()
+
+
+def test_bench_retrieval_refuses_a_dump_into_a_missing_folder(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "lme.json"
+    data.write_text("[]")
+    assert run_bench(retrieval, ["--input", str(data), "--dump", str(tmp_path / "nope" / "lists.jsonl")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert not (tmp_path / "nope").exists()
