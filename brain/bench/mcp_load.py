@@ -44,6 +44,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", action="store_true",
                         help="also measure the official MCP Python SDK server (one trivial tool, uvicorn) "
                              "in the same run and print the ratio (handshake era)")
+    parser.add_argument("--events", type=int, default=0,
+                        help="also measure brain_log_event: this many events per client count, each client "
+                             "writing to its own session; every acknowledged event is checked stored")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -234,6 +237,12 @@ def _report(url: str, token: str, args: argparse.Namespace) -> dict[str, Any]:
         print(f"brain bench mcp: {args.calls} tools/call {TOOL} per series, {url}/mcp", flush=True)
     report: dict[str, Any] = {"tool": TOOL, "calls": args.calls, "load": os.getloadavg(),
                               "brain": _measure_brain(url, token, args)}
+    if args.events:
+        from brain.bench.mcp_events import events_series
+
+        if not args.json:
+            print(f"brain, handshake era, brain_log_event ({args.events} events per series):", flush=True)
+        report["events"] = events_series(url, token, clients=args.clients, events=args.events, quiet=args.json)
     if args.reference:
         report["reference"] = _measure_reference(args)
         legacy = report["brain"].get("legacy") or next(iter(report["brain"].values()))
@@ -247,6 +256,9 @@ def _report(url: str, token: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.events < 0 or args.calls < 1:
+        print("brain bench mcp: --calls must be at least 1 and --events at least 0", file=sys.stderr)
+        return 2
     if args.url:
         token = args.token or os.environ.get("BRAIN_MCP_TOKEN", "")
         if not token:

@@ -1,0 +1,95 @@
+"""`brain bench mcp --events N`: brain_log_event throughput over /mcp, each client writing to its own session.
+
+Every client opens a handshake-era MCP session and a brain session (brain_start_session without a prompt),
+then logs its share of N events back to back, as agents do (no `clientRequestId`: with one, each write also
+records its idempotency key). A write is never resent: one lost with its connection counts as an error.
+Afterwards each brain session is read back over the REST API (`GET /api/v1/sessions/{id}`): every acknowledged
+event must be stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from typing import Any
+
+import httpx
+
+from brain.bench.mcp_load import _open, _post
+
+LOG_TOOL = "brain_log_event"
+
+
+def _call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def _ok(response: httpx.Response) -> bool:
+    return response.status_code == 200 and not response.json().get("result", {}).get("isError", True)
+
+
+async def _writer(http: httpx.AsyncClient, url: str, events: int, latencies: list[float],
+                  errors: list[str]) -> tuple[str, int]:
+    """(brain session id, events acknowledged) of one client."""
+    headers = await _open(http, url, modern=False)
+    opened = await _post(http, url, _call(0, "brain_start_session", {"clientType": "bench-events"}), headers)
+    session_id = opened.json()["result"]["structuredContent"]["sessionId"]
+    acknowledged = 0
+    for n in range(events):
+        arguments = {"sessionId": session_id, "eventType": "note",
+                     "payload": {"text": f"step {n}: ran the test suite, 3 failures in the billing module"}}
+        started = time.perf_counter()
+        try:
+            response = await http.post(url, json=_call(n + 1, LOG_TOOL, arguments), headers=headers)
+        except httpx.TransportError as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+            continue
+        latencies.append(time.perf_counter() - started)
+        if _ok(response):
+            acknowledged += 1
+        else:
+            errors.append(f"HTTP {response.status_code}: {response.text[:200]}")
+    await http.delete(url, headers=headers)
+    return session_id, acknowledged
+
+
+async def _stored(http: httpx.AsyncClient, base: str, session_ids: list[str]) -> int:
+    total = 0
+    for session_id in session_ids:
+        response = await http.get(f"{base}/api/v1/sessions/{session_id}")
+        response.raise_for_status()
+        total += sum(1 for event in response.json()["events"] if event["eventType"] == "note")
+    return total
+
+
+async def measure_events(base: str, token: str, *, clients: int, events: int) -> dict[str, Any]:
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    auth = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    latencies: list[float] = []
+    errors: list[str] = []
+    async with httpx.AsyncClient(headers=auth, limits=limits, timeout=60) as http:
+        started = time.perf_counter()
+        written = await asyncio.gather(*[_writer(http, f"{base}/mcp", events // clients, latencies, errors)
+                                         for _ in range(clients)])
+        elapsed = time.perf_counter() - started
+        stored = await _stored(http, base, [session_id for session_id, _ in written])
+    cuts = statistics.quantiles(latencies, n=100)
+    return {"clients": clients, "events": len(latencies), "p50": round(cuts[49] * 1000, 2),
+            "p95": round(cuts[94] * 1000, 2), "rate": round(len(latencies) / elapsed, 1),
+            "acknowledged": sum(acked for _, acked in written), "stored": stored, "errors": len(errors),
+            "firstError": errors[0] if errors else None}
+
+
+def events_series(base: str, token: str, *, clients: list[int], events: int, quiet: bool) -> list[dict[str, Any]]:
+    rows = []
+    for count in clients:
+        asyncio.run(measure_events(base, token, clients=count, events=max(50, count * 10)))  # warm-up
+        row = asyncio.run(measure_events(base, token, clients=count, events=events))
+        rows.append(row)
+        if not quiet:
+            print(f"  {count:>3} client(s): events={row['events']}  p50={row['p50']:.2f} ms  p95={row['p95']:.2f} ms"
+                  f"  {row['rate']:.0f} events/s  acknowledged {row['acknowledged']}, stored {row['stored']}",
+                  flush=True)
+    return rows

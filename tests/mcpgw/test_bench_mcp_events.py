@@ -1,0 +1,30 @@
+"""`brain bench mcp --events N`: clients log events to their own sessions; acknowledged events are counted
+stored by reading the sessions back over the REST API."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from brain.bench.mcp_events import measure_events
+from brain.cli import main
+from sessions.models import SessionEvent
+from tests.conftest import Tenant
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_every_acknowledged_event_is_found_stored(live_server: Any, tenant_a: Tenant, tenant_b: Tenant) -> None:
+    row = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=2, events=20))
+    assert (row["events"], row["acknowledged"], row["stored"], row["errors"]) == (20, 20, 20, 0)
+    assert row["p50"] > 0 and row["rate"] > 0
+    notes = SessionEvent.objects.filter(event_type="note")
+    assert notes.filter(user=tenant_a.user).count() == 20 and notes.values("session_id").distinct().count() == 2
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+
+
+def test_negative_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "mcp", "--events", "-1"]) == 2
+    assert "--events at least 0" in capsys.readouterr().err
