@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from brain.bench.mcp_load import _open, _post
+from brain.bench.mcp_load import _open, _post, bench_http, tool_ok
 
 LOG_TOOL = "brain_log_event"
 
@@ -24,10 +24,6 @@ LOG_TOOL = "brain_log_event"
 def _call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     params = {"name": name, "arguments": arguments}
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-
-
-def _ok(response: httpx.Response) -> bool:
-    return response.status_code == 200 and not response.json().get("result", {}).get("isError", True)
 
 
 async def _writer(http: httpx.AsyncClient, url: str, events: int, latencies: list[float],
@@ -47,7 +43,7 @@ async def _writer(http: httpx.AsyncClient, url: str, events: int, latencies: lis
             errors.append(f"{type(exc).__name__}: {exc}")
             continue
         latencies.append(time.perf_counter() - started)
-        if _ok(response):
+        if tool_ok(response):
             acknowledged += 1
         else:
             errors.append(f"HTTP {response.status_code}: {response.text[:200]}")
@@ -65,11 +61,9 @@ async def _stored(http: httpx.AsyncClient, base: str, session_ids: list[str]) ->
 
 
 async def measure_events(base: str, token: str, *, clients: int, events: int) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    auth = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
     latencies: list[float] = []
     errors: list[str] = []
-    async with httpx.AsyncClient(headers=auth, limits=limits, timeout=60) as http:
+    async with bench_http(token, clients) as http:
         started = time.perf_counter()
         written = await asyncio.gather(*[_writer(http, f"{base}/mcp", events // clients, latencies, errors)
                                          for _ in range(clients)])

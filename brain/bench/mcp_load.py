@@ -147,6 +147,18 @@ async def _open(http: httpx.AsyncClient, url: str, modern: bool) -> dict[str, st
     return headers
 
 
+def bench_http(token: str, clients: int) -> httpx.AsyncClient:
+    """The async HTTP client of `clients` concurrent MCP clients of one bearer token (a connection each)."""
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    auth = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    return httpx.AsyncClient(headers=auth, limits=limits, timeout=60)
+
+
+def tool_ok(response: httpx.Response) -> bool:
+    """A tools/call answered with a result that is not an error."""
+    return response.status_code == 200 and not response.json().get("result", {}).get("isError", True)
+
+
 async def _client(http: httpx.AsyncClient, url: str, modern: bool, remaining: list[int],
                   latencies: list[float], errors: list[str]) -> None:
     headers = await _open(http, url, modern)
@@ -159,18 +171,16 @@ async def _client(http: httpx.AsyncClient, url: str, modern: bool, remaining: li
         started = time.perf_counter()
         response = await _post(http, url, body, headers)
         latencies.append(time.perf_counter() - started)
-        if response.status_code != 200 or response.json().get("result", {}).get("isError", True):
+        if not tool_ok(response):
             errors.append(f"HTTP {response.status_code}: {response.text[:200]}")
     if not modern:
         await http.delete(url, headers=headers)
 
 
 async def measure(url: str, token: str, *, modern: bool, clients: int, calls: int) -> dict[str, float]:
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    auth = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
     latencies: list[float] = []
     errors: list[str] = []
-    async with httpx.AsyncClient(headers=auth, limits=limits, timeout=60) as http:
+    async with bench_http(token, clients) as http:
         started = time.perf_counter()
         await asyncio.gather(*[_client(http, url, modern, [calls // clients], latencies, errors)
                                for _ in range(clients)])

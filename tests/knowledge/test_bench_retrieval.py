@@ -30,16 +30,18 @@ def _record(qid: str, question: str, evidence: str, qtype: str) -> dict[str, Any
             "haystack_sessions": sessions, "answer_session_ids": [f"{qid}-s2"]}
 
 
+TWO_QUESTIONS = [
+    _record("q1", "Which saxophone brand did I buy?", "I finally bought a Yamaha saxophone last week.",
+            "single-session-user"),
+    _record("q2", "Where did my sister move to?", "My sister just moved to Lisbon for her new job.", "multi-session"),
+]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_bench_retrieval_reports_every_mode_and_cleans_up(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                           tenant_b: Tenant) -> None:
     data = tmp_path / "lme.json"
-    data.write_text(json.dumps([
-        _record("q1", "Which saxophone brand did I buy?", "I finally bought a Yamaha saxophone last week.",
-                "single-session-user"),
-        _record("q2", "Where did my sister move to?", "My sister just moved to Lisbon for her new job.",
-                "multi-session"),
-    ]))
+    data.write_text(json.dumps(TWO_QUESTIONS))
     report = bench_report(retrieval, ["--input", str(data), "--json"], capsys)
     assert set(report["modes"]) == {"hybrid", "fts", "vector", "bm25", "cosine"}
     assert report["questions"] == 2 == report["haystacks"]
@@ -160,12 +162,7 @@ def test_bench_retrieval_dump_replays_to_the_engines_own_order(tmp_path: Path, c
     from brain.bench.fusion_dump import replay_hybrid
 
     data = tmp_path / "lme.json"
-    data.write_text(json.dumps([
-        _record("q1", "Which saxophone brand did I buy?", "I finally bought a Yamaha saxophone last week.",
-                "single-session-user"),
-        _record("q2", "Where did my sister move to?", "My sister just moved to Lisbon for her new job.",
-                "multi-session"),
-    ]))
+    data.write_text(json.dumps(TWO_QUESTIONS))
     dump = tmp_path / "lists.jsonl.gz"
     bench_report(retrieval, ["--input", str(data), "--json", "--dump", str(dump)], capsys)
     with gzip.open(dump, "rt", encoding="utf-8") as fh:
