@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -24,16 +25,29 @@ def select_list(aliases: Aliased) -> str:
     return ", ".join(f'{alias}."{field.column}"' for alias, model in aliases for field in model._meta.concrete_fields)
 
 
+@cache
+def _converters(model: type[Model]) -> list[tuple[int, list[Any]]]:
+    """(position, converters) of the model's fields whose database values need converting (a JSON column
+    arrives as text, as the ORM's own compiler receives it)."""
+    fields: list[Any] = list(model._meta.concrete_fields)  # get_db_converters is missing from django-stubs' Field
+    return [(i, f.get_db_converters(connection)) for i, f in enumerate(fields) if f.get_db_converters(connection)]
+
+
 def instances(row: Sequence[Any], aliases: Aliased) -> dict[str, Model | None]:
     """One instance per alias from a row laid out by `select_list`; None where an outer join found no row."""
     built: dict[str, Model | None] = {}
     start = 0
     for alias, model in aliases:
         fields = model._meta.concrete_fields
-        values = row[start:start + len(fields)]
+        values = list(row[start:start + len(fields)])
         start += len(fields)
-        built[alias] = None if values[0] is None else model.from_db(
-            connection.alias, [f.attname for f in fields], values)
+        if values[0] is None:
+            built[alias] = None
+            continue
+        for position, converters in _converters(model):
+            for convert in converters:
+                values[position] = convert(values[position], None, connection)
+        built[alias] = model.from_db(connection.alias, [f.attname for f in fields], values)
     return built
 
 

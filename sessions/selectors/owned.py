@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from functools import cache
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from brain.errors import NotFound
+from brain.sql_rows import execute_prepared, instances, select_list
+from projects.models import Membership, Project
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible
 from sessions.models import Session
@@ -19,18 +23,38 @@ def sessions_owned(*, principal: Principal) -> QuerySet[Session]:
     return Session.objects.filter(user=principal.user, project__in=projects_visible(principal=principal).values("id"))
 
 
+_OWNED = (("s", Session), ("p", Project))
+
+
+@cache
+def _owned_statement(for_update: bool) -> str:
+    session, project, membership = (model._meta.db_table for model in (Session, Project, Membership))
+    # sessions_owned's scope for one session, written once; names come from the models, values are parameters.
+    return f"""SELECT {select_list(_OWNED)} FROM "{session}" AS s JOIN "{project}" AS p ON p.id = s.project_id
+        WHERE s.id = %(id)s AND s.user_id = %(user)s
+          AND EXISTS (SELECT 1 FROM "{membership}" AS m WHERE m.org_id = p.org_id AND m.user_id = %(user)s)
+          AND (%(project)s::uuid IS NULL OR p.id = %(project)s::uuid)
+        {"FOR UPDATE OF s" if for_update else ""}"""  # noqa: S608
+
+
 def session_owned(*, principal: Principal, session_id: str | uuid.UUID, for_update: bool = False) -> Session:
-    """One of the caller's sessions; a missing one and someone else's give the same NOT_FOUND."""
+    """One of the caller's sessions (with its project), by one statement prepared per connection; a missing one
+    and someone else's give the same NOT_FOUND. `for_update` locks the session row (the caller's transaction)."""
     try:
         pk = uuid.UUID(str(session_id))
     except ValueError:
         raise NotFound(f"session {str(session_id)[:60]} not found") from None
-    qs = sessions_owned(principal=principal).select_related("project")
-    if for_update:
-        qs = qs.select_for_update(of=("self",))
-    session = qs.filter(pk=pk).first()
-    if session is None:
+    params = {"id": pk, "user": principal.user.pk, "project": principal.token.project_id if principal.token else None}
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, "brain_session_owned_locked" if for_update else "brain_session_owned",
+                         _owned_statement(for_update), params)
+        row = cursor.fetchone()
+    if row is None:
         raise NotFound(f"session {session_id} not found; start one with brain_start_session")
+    built = instances(row, _OWNED)
+    session, project = built["s"], built["p"]
+    assert isinstance(session, Session) and isinstance(project, Project)
+    session.project = project
     return session
 
 

@@ -67,6 +67,8 @@ def _resolve(values: Iterable[str], among: Sequence[uuid.UUID]) -> set[uuid.UUID
 
 
 def _owned(principal: Principal, ids: set[uuid.UUID]) -> set[uuid.UUID]:
+    if not ids:  # nothing reported: no query to build
+        return set()
     visible = projects_visible(principal=principal).values("id")
     return set(KnowledgeItem.objects.filter(Q(project__in=visible) | Q(project__isnull=True), id__in=ids,
                                             owner=principal.user).values_list("id", flat=True))

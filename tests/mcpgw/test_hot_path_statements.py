@@ -38,7 +38,10 @@ def taught(client: Client, tenant_a: Tenant) -> tuple[Mcp, str]:
     for rule in ("Close database connections in pytest fixtures with yield and a finally block",
                  "Mark flaky pytest tests with a ticket number instead of retrying them"):
         call_tool(mcp, "brain_teach_knowledge", {"rule": rule}, session=session)
-    call_tool(mcp, "brain_start_session", {"clientType": "warm", "prompt": PROMPT}, session=session)  # warm caches
+    warm = call_tool(mcp, "brain_start_session", {"clientType": "warm", "prompt": PROMPT}, session=session)
+    # Warm caches and each connection's prepared statements (the first use of one costs its PREPARE).
+    call_tool(mcp, "brain_report_session_outcome", {"sessionId": warm["structuredContent"]["sessionId"],
+                                                    "success": True}, session=session)
     _settle()
     return mcp, session
 
