@@ -33,6 +33,10 @@ class Message:
     on_sent: Callable[[], None]  # marks the outbox row as sent (only called once the broker took the message)
 
 
+def no_mark() -> None:
+    """The `on_sent` of a message whose outbox row is stamped by a later message of the same send."""
+
+
 class _Link:
     """This process's connection for quick sends, opened on first use and kept: a new broker connection per
     request cost more than the sends on it (about 5 of a session close's 18 ms). One lock serialises the

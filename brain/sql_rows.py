@@ -92,3 +92,15 @@ def execute_prepared(cursor: Any, name: str, sql: str, params: dict[str, Any], *
         if prefix:
             cursor.nextset()
         return
+
+
+# Applies to the implicit transaction of the one query string it starts (PostgreSQL runs a multi-statement
+# simple query as one transaction).
+ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
+
+
+def relaxed_prefix() -> str:
+    """The prefix that lets one autocommit statement's commit skip the wait for the WAL flush, for bookkeeping
+    whose loss in a database crash costs nothing (a call count, an outbox row's "sent" stamp: the sweep then
+    sends it again). Empty inside an enclosing transaction, whose other writes it would relax too."""
+    return "" if connection.in_atomic_block else f"{ASYNC_COMMIT}; "

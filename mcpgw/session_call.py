@@ -22,15 +22,12 @@ from django.db import connection
 from django.db.models import Model
 from django.utils import timezone
 
-from brain.sql_rows import execute_prepared, instances, select_list
+from brain.sql_rows import execute_prepared, instances, relaxed_prefix, select_list
 from mcpgw.models import SESSION_ID_MAX, McpSession
 from mcpgw.selectors import idle_cutoff
 from projects.models import ApiToken, Project, User
 from projects.selectors.accounts import token_digest
 
-# Applies to the implicit transaction of the one query string it starts (PostgreSQL runs a multi-statement
-# simple query as one transaction).
-ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
 ALIASES: tuple[tuple[str, type[Model]], ...] = (("s", McpSession), ("t", ApiToken), ("u", User), ("p", Project))
 
 
@@ -55,9 +52,8 @@ def session_tool_call(*, raw_token: str, session_id: str) -> McpSession | None:
     now = timezone.now()
     params: dict[str, Any] = {"now": now, "sid": session_id, "cutoff": idle_cutoff(now),
                               "digest": token_digest(raw_token)}
-    relaxed = not connection.in_atomic_block
     with connection.cursor() as cursor:
-        execute_prepared(cursor, "brain_tool_call", _statement(), params, prefix=f"{ASYNC_COMMIT}; " if relaxed else "")
+        execute_prepared(cursor, "brain_tool_call", _statement(), params, prefix=relaxed_prefix())
         row = cursor.fetchone()
     if row is None:
         return None

@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from brain.broker import Message, send_quick
+from brain.broker import Message, no_mark, send_quick
 from brain.logs import log_op
 from knowledge.guard_models import DreamRun
 from knowledge.models import KnowledgeItem
@@ -90,13 +90,9 @@ def _send(run_ids: list[uuid.UUID]) -> int:
     for run in DreamRun.objects.filter(pk__in=run_ids).order_by("created_at"):
         todo = [(task, done) for task, done in DREAM_TASKS if getattr(run, done) is None]
         for n, (task, _) in enumerate(todo):
-            mark = partial(_mark_sent, run.pk) if n == len(todo) - 1 else _nothing
+            mark = partial(_mark_sent, run.pk) if n == len(todo) - 1 else no_mark
             messages.append(Message(task, (run.scope, run.created_at.isoformat(), str(run.pk)), mark))
     return send_quick(messages, op="dream.enqueue_failed")
-
-
-def _nothing() -> None:
-    return None
 
 
 def dream_runs_requeue(*, now: datetime | None = None) -> int:

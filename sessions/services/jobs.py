@@ -15,14 +15,15 @@ from datetime import datetime, timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from brain.broker import Message, send_quick
+from brain.broker import Message, no_mark, send_quick
 from brain.config import overridden
 from brain.errors import ValidationFailed
 from brain.logs import log_op
+from brain.sql_rows import relaxed_prefix
 from sessions.models import JobStatus, Session, SessionJob
 
 logger = logging.getLogger(__name__)
@@ -81,8 +82,13 @@ def session_jobs_schedule(*, session: Session) -> list[SessionJob]:
     return jobs
 
 
-def _mark_sent(job_id: uuid.UUID) -> None:
-    SessionJob.objects.filter(id=job_id).update(enqueued_at=timezone.now())
+def _mark_sent(job_ids: list[uuid.UUID]) -> None:
+    """Stamps the jobs as sent in one statement whose commit does not wait for the WAL flush: a stamp lost in a
+    crash only makes the sweep send the job again, which its claim turns into one run."""
+    table = SessionJob._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f'{relaxed_prefix()}UPDATE "{table}" SET "enqueued_at" = %s WHERE "id" = ANY(%s)',  # noqa: S608
+                       [timezone.now(), job_ids])
 
 
 def _send(job_ids: list[uuid.UUID]) -> int:
@@ -91,7 +97,12 @@ def _send(job_ids: list[uuid.UUID]) -> int:
 
 def _send_jobs(jobs: list[SessionJob]) -> int:
     # A broker outage leaves the rows pending (never fails the caller); the requeue task sends them later.
-    messages = [Message(JOB_TASKS[job.name], (str(job.session_id),), partial(_mark_sent, job.id)) for job in jobs]
+    # The jobs are stamped sent together once the last message went out; after a partial send the sweep sends
+    # them all again (the claim makes a repeat a no-op).
+    last, ids = len(jobs) - 1, [job.id for job in jobs]
+    marks = [partial(_mark_sent, ids) if n == last else no_mark for n in range(len(jobs))]
+    messages = [Message(JOB_TASKS[job.name], (str(job.session_id),), mark)
+                for job, mark in zip(jobs, marks, strict=True)]
     return send_quick(messages, op="jobs.enqueue_failed")
 
 
