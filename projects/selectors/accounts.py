@@ -127,16 +127,32 @@ def project_in_org_by_name(*, org: Org, name: str) -> Project | None:
     return lowered.filter(lname=Lower(Value(name, output_field=CharField()))).first()
 
 
+_TOKEN = (("t", ApiToken), ("u", User), ("p", Project))
+
+
+@cache
+def _token_statement() -> str:
+    token, user, project = (model._meta.db_table for _, model in _TOKEN)
+    return f"""SELECT {select_list(_TOKEN)} FROM "{token}" AS t JOIN "{user}" AS u ON u.id = t.user_id
+        LEFT JOIN "{project}" AS p ON p.id = t.project_id
+        WHERE t.digest = %(digest)s AND u.is_active LIMIT 1"""  # noqa: S608
+
+
 def token_for_raw(*, raw: str) -> ApiToken | None:
-    """The usable token for a raw bearer value, or None (unknown, revoked, expired, inactive user)."""
-    token = (
-        ApiToken.objects.select_related("user", "project")
-        .filter(digest=token_digest(raw), user__is_active=True)
-        .first()
-    )
-    if token is None or not token.is_usable(timezone.now()):
+    """The usable token for a raw bearer value (with its `.user` and `.project`), or None (unknown, revoked,
+    expired, inactive user). Every stateless-era MCP call and every REST call starts here, so it is one
+    statement prepared per connection."""
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, "brain_token_for_raw", _token_statement(), {"digest": token_digest(raw)})
+        row = cursor.fetchone()
+    if row is None:
         return None
-    return token
+    built = instances(row, _TOKEN)
+    token, user = built["t"], built["u"]
+    assert isinstance(token, ApiToken) and isinstance(user, User)
+    token.user = user
+    token.project = built["p"]  # type: ignore[assignment]  # None for a user-scoped token, as the FK allows
+    return token if token.is_usable(timezone.now()) else None
 
 
 def tokens_of(*, user: User) -> QuerySet[ApiToken]:
