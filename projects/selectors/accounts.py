@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from functools import cache
+from typing import Any
 
 from django.db import connection
 from django.db.models import Case, CharField, IntegerField, QuerySet, Value, When
@@ -54,16 +55,28 @@ def projects_visible(*, principal: Principal) -> QuerySet[Project]:
     return qs.select_related("org").annotate(own_rank=own_first).order_by("own_rank", "created_at", "id")
 
 
+def visible_project_sql(alias: str) -> str:
+    """projects_visible's scope as a SQL condition on the project row `alias`, for statements written once per
+    process: a project of one of the user's orgs (`%(user)s`), and only the token's own project when the token
+    is scoped (`%(project)s`, NULL for a user-scoped token). Parameters: `visible_project_params`."""
+    membership = Membership._meta.db_table
+    exists = f'SELECT 1 FROM "{membership}" AS m WHERE m.org_id = {alias}.org_id AND m.user_id = %(user)s'  # noqa: S608
+    return f"EXISTS ({exists}) AND (%(project)s::uuid IS NULL OR {alias}.id = %(project)s::uuid)"
+
+
+def visible_project_params(principal: Principal) -> dict[str, Any]:
+    return {"user": principal.user.pk, "project": principal.token.project_id if principal.token else None}
+
+
 _LISTED = (("p", Project), ("o", Org))
 
 
 @cache
 def _listed_statement() -> str:
-    project, org, membership = (model._meta.db_table for model in (Project, Org, Membership))
+    project, org = Project._meta.db_table, Org._meta.db_table
     # The order and the scope of projects_visible, written once; names come from the models, values are parameters.
     return f"""SELECT {select_list(_LISTED)} FROM "{project}" AS p JOIN "{org}" AS o ON o.id = p.org_id
-        WHERE EXISTS (SELECT 1 FROM "{membership}" AS m WHERE m.org_id = p.org_id AND m.user_id = %(user)s)
-          AND (%(project)s::uuid IS NULL OR p.id = %(project)s::uuid)
+        WHERE {visible_project_sql("p")}
         ORDER BY CASE WHEN o.personal_for_id = %(user)s THEN 0 ELSE 1 END, p.created_at, p.id
         LIMIT %(limit)s"""  # noqa: S608
 
@@ -71,8 +84,7 @@ def _listed_statement() -> str:
 def projects_listed(*, principal: Principal, limit: int | None = None) -> list[Project]:
     """What projects_visible yields (each project with its `.org`), as one precompiled statement: the form for
     per-call reads (brain_list_projects, the default project of a session)."""
-    params = {"user": principal.user.pk, "limit": limit,
-              "project": principal.token.project_id if principal.token else None}
+    params = {**visible_project_params(principal), "limit": limit}
     with connection.cursor() as cursor:
         execute_prepared(cursor, "brain_projects_listed", _listed_statement(), params)
         rows = cursor.fetchall()

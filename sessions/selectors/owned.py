@@ -10,9 +10,9 @@ from django.db.models import QuerySet
 
 from brain.errors import NotFound
 from brain.sql_rows import execute_prepared, instances, select_list
-from projects.models import Membership, Project
+from projects.models import Project
 from projects.scope import Principal
-from projects.selectors.accounts import projects_visible
+from projects.selectors.accounts import projects_visible, visible_project_params, visible_project_sql
 from sessions.models import Session
 
 RECENT_SESSIONS = 10
@@ -28,12 +28,10 @@ _OWNED = (("s", Session), ("p", Project))
 
 @cache
 def _owned_statement(for_update: bool) -> str:
-    session, project, membership = (model._meta.db_table for model in (Session, Project, Membership))
+    session, project = Session._meta.db_table, Project._meta.db_table
     # sessions_owned's scope for one session, written once; names come from the models, values are parameters.
     return f"""SELECT {select_list(_OWNED)} FROM "{session}" AS s JOIN "{project}" AS p ON p.id = s.project_id
-        WHERE s.id = %(id)s AND s.user_id = %(user)s
-          AND EXISTS (SELECT 1 FROM "{membership}" AS m WHERE m.org_id = p.org_id AND m.user_id = %(user)s)
-          AND (%(project)s::uuid IS NULL OR p.id = %(project)s::uuid)
+        WHERE s.id = %(id)s AND s.user_id = %(user)s AND {visible_project_sql("p")}
         {"FOR UPDATE OF s" if for_update else ""}"""  # noqa: S608
 
 
@@ -44,7 +42,7 @@ def session_owned(*, principal: Principal, session_id: str | uuid.UUID, for_upda
         pk = uuid.UUID(str(session_id))
     except ValueError:
         raise NotFound(f"session {str(session_id)[:60]} not found") from None
-    params = {"id": pk, "user": principal.user.pk, "project": principal.token.project_id if principal.token else None}
+    params = {**visible_project_params(principal), "id": pk}
     with connection.cursor() as cursor:
         execute_prepared(cursor, "brain_session_owned_locked" if for_update else "brain_session_owned",
                          _owned_statement(for_update), params)

@@ -19,8 +19,9 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from projects.models import Membership, Project
+from projects.models import Project
 from projects.scope import Principal
+from projects.selectors.accounts import visible_project_params, visible_project_sql
 from sessions.models import Session, SessionEvent
 
 FROM_SESSION = ("session_id", "project_id")  # columns taken from the session row the SELECT found
@@ -34,17 +35,14 @@ def _fields() -> list[Any]:
 
 @cache
 def _statement() -> str:
-    event, session = SessionEvent._meta.db_table, Session._meta.db_table
-    project, membership = Project._meta.db_table, Membership._meta.db_table
-    values = ", ".join(f's."{f.attname}"' if f.attname in FROM_SESSION else "%s" for f in _fields())
+    event, session, project = SessionEvent._meta.db_table, Session._meta.db_table, Project._meta.db_table
+    values = ", ".join(f's."{f.attname}"' if f.attname in FROM_SESSION else f"%({f.attname})s" for f in _fields())
     columns = ", ".join(f'"{f.column}"' for f in _fields())
     # Table and column names come from the models only; every value is a parameter.
     return f"""INSERT INTO "{event}" ({columns})
         SELECT {values} FROM (
-          SELECT s.id AS session_id, s.project_id FROM "{session}" AS s
-          WHERE s.id = %s AND s.user_id = %s AND s.ended_at IS NULL
-            AND EXISTS (SELECT 1 FROM "{project}" AS p JOIN "{membership}" AS m ON m.org_id = p.org_id
-                        WHERE p.id = s.project_id AND m.user_id = %s AND (%s::uuid IS NULL OR p.id = %s::uuid))
+          SELECT s.id AS session_id, s.project_id FROM "{session}" AS s JOIN "{project}" AS p ON p.id = s.project_id
+          WHERE s.id = %(sid)s AND s.user_id = %(user)s AND s.ended_at IS NULL AND {visible_project_sql("p")}
           FOR KEY SHARE OF s) AS s
         RETURNING project_id"""  # noqa: S608
 
@@ -61,11 +59,10 @@ def event_insert_owned(
     now = timezone.now()
     event = SessionEvent(session_id=pk, user_id=principal.user.pk, event_type=event_type, payload=payload,
                          content=content, occurred_at=now, embedding=None, embedding_model="")
-    params = [f.get_db_prep_save(f.pre_save(event, True), connection)
-              for f in _fields() if f.attname not in FROM_SESSION]
-    scoped = principal.token.project_id if principal.token else None
+    params = {f.attname: f.get_db_prep_save(f.pre_save(event, True), connection)
+              for f in _fields() if f.attname not in FROM_SESSION}
     with connection.cursor() as cursor:
-        cursor.execute(_statement(), [*params, pk, principal.user.pk, principal.user.pk, scoped, scoped])
+        cursor.execute(_statement(), {**params, **visible_project_params(principal), "sid": pk})
         row = cursor.fetchone()
     if row is None:
         return None
