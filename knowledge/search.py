@@ -47,13 +47,15 @@ BM25_B = 0.75
 VECTOR_LONG_LEXEMES = 0
 VECTOR_LENGTH_B = 0.0
 # Per-query fusion shares (`Fusion.adaptive`): a list whose first SHAPE_HEAD scores stand further above the rest
-# of its own scores (in standard deviations) gets the larger share, by the square of that distance, never less
-# than SHAPE_FLOOR of its configured weight nor more than 2 - SHAPE_FLOOR. Fixed equal shares fell below the
-# better list on both short-chat sets (vector on MemoryBank, full text on REALTALK); these settings were the
-# plateau of an offline sweep over both (docs/benchmarks.md, issue 16).
-SHAPE_HEAD = 3
-SHAPE_POWER = 2
-SHAPE_FLOOR = 0.5
+# of its own scores (in standard deviations) gets the larger share, in proportion to that distance (to its
+# SHAPE_POWER), never less than SHAPE_FLOOR of its configured weight nor more than 2 - SHAPE_FLOOR. Fixed equal
+# shares fell below the better list on both short-chat sets (vector on MemoryBank, full text on REALTALK). Head 5,
+# power 1, floor 0.6 is the plateau of a sweep over the full LongMemEval dev120 and MemoryBank with the long-row
+# penalty on cosine (floor 0.55-0.65 alike): dev120 turn recall@10 0.843 -> 0.879 against head 3, power 2,
+# floor 0.5, MemoryBank within one or two questions (docs/benchmarks.md, issue 16, fifth step).
+SHAPE_HEAD = 5
+SHAPE_POWER = 1
+SHAPE_FLOOR = 0.6
 # The longest search query any interface accepts (characters).
 QUERY_MAX = 2000
 # Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
