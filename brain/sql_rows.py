@@ -1,7 +1,8 @@
 """Model instances from hand-written SQL on the hot path, built the way the ORM builds them (`Model.from_db`).
 
-A few per-call reads (the tools/call authentication, the project list) are one fixed statement each, written
-once per process from the models' metadata: Django would otherwise rebuild and recompile the same query on
+The per-call reads and writes of the hot path (the token and tools/call authentication, the project list, the
+caller's session, an event's insert) are one fixed statement each, written once per process from the models'
+metadata and prepared once per connection: Django would otherwise rebuild and recompile the same query on
 every call, which cost as much as the round trip itself.
 """
 

@@ -26,7 +26,7 @@ from brain.sql_rows import execute_prepared, instances, relaxed_prefix, select_l
 from mcpgw.models import SESSION_ID_MAX, McpSession
 from mcpgw.selectors import idle_cutoff
 from projects.models import ApiToken, Project, User
-from projects.selectors.accounts import token_digest
+from projects.selectors.accounts import token_digest, token_joined
 
 ALIASES: tuple[tuple[str, type[Model]], ...] = (("s", McpSession), ("t", ApiToken), ("u", User), ("p", Project))
 
@@ -57,10 +57,8 @@ def session_tool_call(*, raw_token: str, session_id: str) -> McpSession | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    built = instances(row, ALIASES)  # no project: a user-scoped token (the LEFT JOIN found none)
-    session, token, user = built["s"], built["t"], built["u"]
-    assert isinstance(session, McpSession) and isinstance(token, ApiToken) and isinstance(user, User)
-    token.user = user
-    token.project = built["p"]  # type: ignore[assignment]  # None for a user-scoped token, as the FK allows
-    session.token = token
+    built = instances(row, ALIASES)
+    session = built["s"]
+    assert isinstance(session, McpSession)
+    session.token = token_joined(built)
     return session

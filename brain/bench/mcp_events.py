@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from brain.bench.mcp_load import _open, _post, bench_http, tool_ok
+from brain.bench.mcp_load import bench_http, rpc_open, rpc_post, tool_ok
 
 LOG_TOOL = "brain_log_event"
 
@@ -29,8 +29,8 @@ def _call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, An
 async def _writer(http: httpx.AsyncClient, url: str, events: int, latencies: list[float],
                   errors: list[str]) -> tuple[str, int]:
     """(brain session id, events acknowledged) of one client."""
-    headers = await _open(http, url, modern=False)
-    opened = await _post(http, url, _call(0, "brain_start_session", {"clientType": "bench-events"}), headers)
+    headers = await rpc_open(http, url, modern=False)
+    opened = await rpc_post(http, url, _call(0, "brain_start_session", {"clientType": "bench-events"}), headers)
     session_id = opened.json()["result"]["structuredContent"]["sessionId"]
     acknowledged = 0
     for n in range(events):

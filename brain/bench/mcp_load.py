@@ -126,7 +126,7 @@ def _meta() -> dict[str, Any]:
             p.CLIENT_INFO_META_KEY: {"name": "brain-bench", "version": "1"}}
 
 
-async def _post(http: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+async def rpc_post(http: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
     # gunicorn closes keep-alive connections idle for 2 s; a request that raced such a close is sent
     # again on a fresh connection, as any HTTP client pool does (brain_list_projects is read-only).
     try:
@@ -135,15 +135,15 @@ async def _post(http: httpx.AsyncClient, url: str, body: dict[str, Any], headers
         return await http.post(url, json=body, headers=headers)
 
 
-async def _open(http: httpx.AsyncClient, url: str, modern: bool) -> dict[str, str]:
+async def rpc_open(http: httpx.AsyncClient, url: str, modern: bool) -> dict[str, str]:
     """Per-client headers for tools/call: a fresh legacy session, or the stateless headers."""
     if modern:
         return {p.VERSION_HEADER: MODERN, p.METHOD_HEADER: "tools/call", p.NAME_HEADER: TOOL}
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": p.LATEST_LEGACY, "capabilities": {}, "clientInfo": {"name": "brain-bench", "version": "1"}}}
-    response = await _post(http, url, init, {})
+    response = await rpc_post(http, url, init, {})
     headers = {p.SESSION_HEADER: response.headers[p.SESSION_HEADER], p.VERSION_HEADER: p.LATEST_LEGACY}
-    await _post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+    await rpc_post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
     return headers
 
 
@@ -161,7 +161,7 @@ def tool_ok(response: httpx.Response) -> bool:
 
 async def _client(http: httpx.AsyncClient, url: str, modern: bool, remaining: list[int],
                   latencies: list[float], errors: list[str]) -> None:
-    headers = await _open(http, url, modern)
+    headers = await rpc_open(http, url, modern)
     params: dict[str, Any] = {"name": TOOL, "arguments": {}}
     if modern:
         params["_meta"] = _meta()
@@ -169,7 +169,7 @@ async def _client(http: httpx.AsyncClient, url: str, modern: bool, remaining: li
         remaining[0] -= 1
         body = {"jsonrpc": "2.0", "id": remaining[0], "method": "tools/call", "params": params}
         started = time.perf_counter()
-        response = await _post(http, url, body, headers)
+        response = await rpc_post(http, url, body, headers)
         latencies.append(time.perf_counter() - started)
         if not tool_ok(response):
             errors.append(f"HTTP {response.status_code}: {response.text[:200]}")

@@ -167,7 +167,6 @@ def _baseline_rankings(plain: tuple[BM25, Cosine], query: str) -> dict[str, list
 
 
 def run(args: argparse.Namespace) -> int:
-
     from projects.scope import Principal
     from projects.selectors.accounts import user_by_email
     from projects.services.accounts import user_create

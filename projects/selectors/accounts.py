@@ -8,7 +8,7 @@ from functools import cache
 from typing import Any
 
 from django.db import connection
-from django.db.models import Case, CharField, IntegerField, QuerySet, Value, When
+from django.db.models import Case, CharField, IntegerField, Model, QuerySet, Value, When
 from django.db.models.functions import Lower
 from django.utils import timezone
 
@@ -159,12 +159,17 @@ def token_for_raw(*, raw: str) -> ApiToken | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    built = instances(row, _TOKEN)
+    token = token_joined(instances(row, _TOKEN))
+    return token if token.is_usable(timezone.now()) else None
+
+
+def token_joined(built: dict[str, Model | None]) -> ApiToken:
+    """The token `t` of a row read with its user `u` and (LEFT JOIN) project `p`, with both attached."""
     token, user = built["t"], built["u"]
     assert isinstance(token, ApiToken) and isinstance(user, User)
     token.user = user
     token.project = built["p"]  # type: ignore[assignment]  # None for a user-scoped token, as the FK allows
-    return token if token.is_usable(timezone.now()) else None
+    return token
 
 
 def tokens_of(*, user: User) -> QuerySet[ApiToken]:
