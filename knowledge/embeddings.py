@@ -220,7 +220,7 @@ def build_embedder(config: EmbeddingSettings) -> Embedder:
 
 
 _lock = threading.Lock()
-_cache: dict[EmbeddingSettings, Embedder] = {}
+_cache: dict[tuple[EmbeddingSettings, bool], Embedder] = {}
 
 
 def settings_from_django() -> EmbeddingSettings:
@@ -241,13 +241,35 @@ def settings_from_django() -> EmbeddingSettings:
     })
 
 
-def get_embedder() -> Embedder:
-    """The process-wide embedder for the current settings (the model is loaded once)."""
+def get_embedder(*, background: bool = False) -> Embedder:
+    """The process-wide embedder for the current settings (the model is loaded once).
+
+    `background`: the one for work nobody waits on (the vector batchers). The local model then gets its own
+    session with a single intra-op thread, so a batch runs wholly on the calling thread and at that thread's
+    CPU priority (`lower_thread_priority`); the shared session's pool threads would run it at full priority
+    and take the cores from the requests. Other providers are the same object either way."""
     config = settings_from_django()
+    key = (config, background and config.provider == "local")
     with _lock:
-        if config not in _cache:
-            _cache[config] = build_embedder(config)
-        return _cache[config]
+        if key not in _cache:
+            _cache[key] = (LocalEmbedder(batch_size=config.batch_size, threads=1, max_tokens=config.max_tokens)
+                           if key[1] else build_embedder(config))
+        return _cache[key]
+
+
+# How much less CPU a background thread gets: nice 10 weighs ~1/10 of a nice-0 thread in Linux's scheduler, so
+# under saturation the requests keep the cores while vectors still trickle in; idle, the thread runs flat out.
+BACKGROUND_NICE = 10
+
+
+def lower_thread_priority(nice: int = BACKGROUND_NICE) -> bool:
+    """Lowers the calling thread's CPU priority (Linux schedules threads one by one); False where the OS
+    cannot (the thread then runs at normal priority, as before)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except (AttributeError, OSError):
+        return False
+    return True
 
 
 # Single texts are often embedded twice in one request (a session's prompt is stored as an event and
@@ -277,10 +299,11 @@ def memo_clear() -> None:
         _memo.clear()
 
 
-def embed_texts(texts: Sequence[str]) -> tuple[list[list[float]], str]:
-    """Vectors and the model name that made them; raises EmbeddingUnavailable on any provider failure."""
-    embedder = get_embedder()
-    key = (embedder.name, texts[0]) if len(texts) == 1 else None
+def embed_texts(texts: Sequence[str], *, background: bool = False) -> tuple[list[list[float]], str]:
+    """Vectors and the model name that made them; raises EmbeddingUnavailable on any provider failure.
+    `background`: on the embedder for work nobody waits on (`get_embedder`)."""
+    embedder = get_embedder(background=background)
+    key = (embedder.name, texts[0]) if len(texts) == 1 and not background else None
     if key and (hit := _memo_get(key)) is not None:
         return [hit], embedder.name
     try:

@@ -156,6 +156,8 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     (`scope_n` rows; the term's rows among the candidates, or the statistics' estimate when the candidate
     pool was capped). An IDF measured inside the pool alone inverted the weights: the pool is made of the
     rows holding the query's rarer terms, so in it those terms looked common and common words looked rare.
+    Each row's tsvector is unnested once (`fts_terms`) for both its length and its query terms' counts: a
+    second pass for the length alone cost a third of the statement at 100,000 rows (docs/benchmarks.md).
 
     Candidates are the rows holding any of the generating terms (the rarer query terms, see
     `knowledge.term_stats`) plus the rows matching the whole query (which `websearch_to_tsquery` may widen
@@ -165,22 +167,24 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     # own indexes (a small project is cheaper to scan than a common term's posting list).
     tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
     pivot = _length_pivot(str(BM25_B), "h.len", "n.avg_len")
-    tokens = "(SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 1) FROM unnest(m.sv) u)"
     return f"""
     fts_pool AS (
-        SELECT DISTINCT ON (m.id) m.id, m.sv, {tokens} AS len FROM (
+        SELECT DISTINCT ON (m.id) m.id, m.sv FROM (
             (SELECT t.id, t.search_vector AS sv FROM {table} t
              WHERE {scope.sql} AND t.search_vector @@ %(tsq_gen)s::tsquery LIMIT %(fts_cap)s)
             UNION ALL
             (SELECT t.id, t.search_vector AS sv FROM {table} t
              WHERE {scope.sql} AND t.search_vector @@ {tsq_all} LIMIT %(fts_cap)s)
         ) m ORDER BY m.id),
-    fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1) AS avg_len FROM fts_pool),
+    fts_terms AS (
+        SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+        FROM fts_pool p CROSS JOIN LATERAL unnest(p.sv) u),
+    fts_len AS (SELECT id, sum(tf) AS len FROM fts_terms GROUP BY id),
+    fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1) AS avg_len FROM fts_len),
     fts_hits AS (
-        SELECT p.id, coalesce(array_length(u.positions, 1), 1)::float8 AS tf, p.len, e.est,
-               count(*) OVER (PARTITION BY u.lexeme) AS df
-        FROM fts_pool p CROSS JOIN LATERAL unnest(p.sv) u
-        JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = u.lexeme),
+        SELECT w.id, w.tf::float8 AS tf, l.len, e.est, count(*) OVER (PARTITION BY w.lexeme) AS df
+        FROM fts_terms w JOIN fts_len l ON l.id = w.id
+        JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = w.lexeme),
     fts AS (
         SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score FROM (
             SELECT h.id, sum(ln(1.0 + (n.n - greatest(h.df, h.est) + 0.5) / (greatest(h.df, h.est) + 0.5))

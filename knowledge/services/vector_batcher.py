@@ -21,7 +21,7 @@ from typing import Any
 from django.db import close_old_connections, connections, transaction
 
 from brain.logs import log_failure, log_op
-from knowledge.embeddings import EmbeddingUnavailable, embed_texts
+from knowledge.embeddings import EmbeddingUnavailable, embed_texts, lower_thread_priority
 from knowledge.services.backfill import Target
 
 logger = logging.getLogger("knowledge")
@@ -87,11 +87,14 @@ class VectorBatcher:
         return ids
 
     def _run(self) -> None:
+        # Below the request threads: under load an event is acknowledged first and embedded with what CPU is left
+        # (the queue absorbs the backlog; the backfill takes what overflows it).
+        lower_thread_priority()
         while True:
             ids = self._gather()
             try:
                 close_old_connections()
-                embed_rows(self.target, ids)
+                embed_rows(self.target, ids, background=True)
                 if self.after is not None:
                     self.after(ids)
             except EmbeddingUnavailable as exc:
@@ -107,15 +110,16 @@ class VectorBatcher:
                     self._queue.task_done()
 
 
-def embed_rows(target: Target, ids: list[Any]) -> int:
-    """Embeds the rows among `ids` that still have no vector, in one batch; returns how many were stored."""
+def embed_rows(target: Target, ids: list[Any], *, background: bool = False) -> int:
+    """Embeds the rows among `ids` that still have no vector, in one batch; returns how many were stored.
+    `background`: on the embedder for work nobody waits on (`knowledge.embeddings.get_embedder`)."""
     qs = target.model.objects.filter(pk__in=ids, embedding__isnull=True)  # type: ignore[attr-defined]
     if target.extra is not None:
         qs = qs.filter(target.extra)
     rows = list(qs.only("id", *target.fields))
     if not rows:
         return 0
-    vectors, model = embed_texts([target.text_of(row) or " " for row in rows])
+    vectors, model = embed_texts([target.text_of(row) or " " for row in rows], background=background)
     for row, vector in zip(rows, vectors, strict=True):
         row.embedding = vector
         row.embedding_model = model

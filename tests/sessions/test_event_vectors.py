@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import queue
+import threading
 
+import numpy as np
 import pytest
 from django.test import Client
 
+from knowledge.embeddings import BACKGROUND_NICE, embed_query, get_embedder
 from knowledge.services.vector_batcher import VectorBatcher
 from sessions.models import SessionEvent
 from sessions.services.event_vectors import EVENT_BATCHER, EVENTS, event_vectors_backfill
@@ -63,3 +66,22 @@ def test_a_full_queue_drops_ids_and_the_backfill_catches_up(client: Client, tena
     assert "op=vectors.queue_full" in caplog.text
     assert event_vectors_backfill() == 4
     assert not SessionEvent.objects.filter(pk__in=ids, embedding__isnull=True).exists()
+
+
+def test_the_batcher_embeds_below_the_requests_priority_with_the_same_vectors(client: Client, tenant_a,
+                                                                                tenant_b) -> None:
+    mcp = Mcp(client, tenant_a.user_raw)
+    sid = call_tool(mcp, "brain_start_session", {})["structuredContent"]["sessionId"]
+    text = "the migration locked the orders table for eleven minutes"
+    event_id = _log(mcp, sid, text)
+    assert EVENT_BATCHER.flush(timeout=60)
+    batcher = next(t for t in threading.enumerate() if t.name == f"vectors-{EVENTS.label}")
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert os.getpriority(os.PRIO_PROCESS, batcher.native_id) == mine + BACKGROUND_NICE
+    # Its own single-threaded session of the same model: the stored vector is the one a request would compute.
+    assert get_embedder(background=True) is not get_embedder()
+    stored = SessionEvent.objects.get(pk=event_id)
+    vector, model = embed_query(text)
+    assert stored.embedding_model == model
+    assert np.allclose(np.array(stored.embedding), np.array(vector), atol=1e-5)
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
