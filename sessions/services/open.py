@@ -98,7 +98,7 @@ def _action_items_injection(session: Session, email: str) -> Injection | None:
     return Injection(text=render_action_items(items), ids=[str(i.id) for i in items])
 
 
-def _soft(op: str, session: Session, build: object) -> Injection | None:
+def _soft(op: str, build: object, **context: str) -> Injection | None:
     """Runs one optional part of the open; any failure is logged and the part is left out."""
     try:
         # Inside a caller's transaction a savepoint keeps a failure from aborting it; in autocommit mode a failed
@@ -106,8 +106,7 @@ def _soft(op: str, session: Session, build: object) -> Injection | None:
         with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
             return build()  # type: ignore[operator, no-any-return]
     except Exception as exc:  # opening a session must never fail on retrieval
-        log_op(logger, op, level=logging.WARNING, session=str(session.id)[:8], error=type(exc).__name__,
-               reason=str(exc)[:200])
+        log_op(logger, op, level=logging.WARNING, **context, error=type(exc).__name__, reason=str(exc)[:200])
         return None
 
 
@@ -115,22 +114,31 @@ def session_open(
     *, principal: Principal, client_type: str = "", prompt: str = "", framework: str = "", language: str = "",
     project_id: str | None = None, project_name: str | None = None,
 ) -> SessionOpened:
-    """Opens a session in the resolved project; with a prompt, injects the best knowledge in the same call."""
+    """Opens a session in the resolved project; with a prompt, injects the best knowledge in the same call.
+
+    The search runs first (a read, which embeds the prompt); the session row, its prompt event (whose vector
+    the search just computed) and the record of what was injected then commit together: one flush to disk
+    where three separate commits made three."""
     text_storable(clientType=client_type, prompt=prompt, framework=framework, language=language,
                   projectId=project_id, projectName=project_name)
     resolved = project_resolve(principal=principal, project_id=project_id, project_name=project_name,
                                framework=framework or None, language=language or None)
-    session = session_start(user=principal.user, project=resolved.project, client_type=client_type[:CLIENT_TYPE_MAX],
-                            prompt=prompt, framework=framework[:STACK_NAME_MAX])
     relevant, notice = None, ""
     if prompt.strip():
-        relevant = _soft("start.inject_failed", session, lambda: knowledge_inject(
-            principal=principal, prompt=prompt, project_id=session.project_id, session=session,
-            framework=framework, language=language).injection)
+        relevant = _soft("start.inject_failed", lambda: knowledge_inject(
+            principal=principal, prompt=prompt, project_id=resolved.project.pk, framework=framework,
+            language=language).injection, project=str(resolved.project.pk)[:8])
         notice = (relevant.notice or (NO_MATCH if not relevant.ids else "")) if relevant is not None else ""
         if relevant is not None and not relevant.ids:
             relevant = None
-    items = _soft("start.action_items_failed", session, lambda: _action_items_injection(session, principal.user.email))
+    with transaction.atomic():
+        session = session_start(user=principal.user, project=resolved.project,
+                                client_type=client_type[:CLIENT_TYPE_MAX], prompt=prompt,
+                                framework=framework[:STACK_NAME_MAX])
+        if relevant is not None:  # knowledge rows are never deleted outright, only marked (deleted_at)
+            applications_record(session=session, knowledge_ids=relevant.ids, role=ApplicationRole.INJECTED)
+    items = _soft("start.action_items_failed", lambda: _action_items_injection(session, principal.user.email),
+                  session=str(session.id)[:8])
     log_op(logger, "session.open", session=str(session.id)[:8], source=resolved.source,
            injected=len(relevant.ids) if relevant else 0,
            actionItems=len(items.ids) if items else 0, floored=bool(notice))
