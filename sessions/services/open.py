@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from django.db import transaction
 from django.db.models import Case, IntegerField, Value, When
@@ -98,8 +98,8 @@ def _action_items_injection(session: Session, email: str) -> Injection | None:
     return Injection(text=render_action_items(items), ids=[str(i.id) for i in items])
 
 
-def _soft(op: str, build: object, **context: str) -> Injection | None:
-    """Runs one optional part of the open; any failure is logged and the part is left out."""
+def _soft(op: str, build: object, context: dict[str, Any]) -> Injection | None:
+    """Runs one optional part of the open; any failure is logged (with `context`) and the part is left out."""
     try:
         # Inside a caller's transaction a savepoint keeps a failure from aborting it; in autocommit mode a failed
         # statement aborts nothing, and the part needs no BEGIN and COMMIT of its own.
@@ -127,7 +127,7 @@ def session_open(
     if prompt.strip():
         relevant = _soft("start.inject_failed", lambda: knowledge_inject(
             principal=principal, prompt=prompt, project_id=resolved.project.pk, framework=framework,
-            language=language).injection, project=str(resolved.project.pk)[:8])
+            language=language).injection, {"project": str(resolved.project.pk)[:8]})
         notice = (relevant.notice or (NO_MATCH if not relevant.ids else "")) if relevant is not None else ""
         if relevant is not None and not relevant.ids:
             relevant = None
@@ -138,7 +138,7 @@ def session_open(
         if relevant is not None:  # knowledge rows are never deleted outright, only marked (deleted_at)
             applications_record(session=session, knowledge_ids=relevant.ids, role=ApplicationRole.INJECTED)
     items = _soft("start.action_items_failed", lambda: _action_items_injection(session, principal.user.email),
-                  session=str(session.id)[:8])
+                  {"session": str(session.id)[:8]})
     log_op(logger, "session.open", session=str(session.id)[:8], source=resolved.source,
            injected=len(relevant.ids) if relevant else 0,
            actionItems=len(items.ids) if items else 0, floored=bool(notice))
