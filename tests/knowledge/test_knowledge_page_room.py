@@ -25,11 +25,15 @@ def _page_of(pk: Any) -> int:
         return int(cursor.fetchone()[0])
 
 
+def _vector(seed: int) -> list[float]:
+    """A vector of real size that does not compress, as real ones (PostgreSQL may move it out of the row)."""
+    rng = random.Random(seed)
+    return [rng.uniform(-1, 1) for _ in range(384)]
+
+
 def _rows(tenant: Tenant, count: int) -> list[KnowledgeItem]:
-    # Vectors of real size that do not compress, as real ones (PostgreSQL may move them out of the row).
     rows = [KnowledgeItem(owner=tenant.user, project=tenant.project, content=f"{n}: {BODY}", trigger="deploys",
-                          embedding=list(random.Random(n).uniform(-1, 1) for _ in range(384)),
-                          embedding_model="test") for n in range(count)]
+                          embedding=_vector(n), embedding_model="test") for n in range(count)]
     return KnowledgeItem.objects.bulk_create(rows)
 
 
