@@ -31,14 +31,16 @@ LADDER: list[tuple[str, str, Q]] = [
 ]
 
 
-def skills_promote(*, ids: Iterable[uuid.UUID]) -> int:
-    """Moves these rows up every stage they now qualify for; returns how many steps were taken."""
+def skills_promote(*, ids: Iterable[uuid.UUID], stages: set[str] | None = None) -> int:
+    """Moves these rows up every stage they now qualify for; returns how many steps were taken. `stages`: the
+    stages of the live rows among `ids` when the caller has them (a close's credit returns them), else read."""
     ids = list(ids)
     if not ids:
         return 0
-    # One read of the stages present: most credited rows are no skills, and a step nobody stands on needs no UPDATE.
-    present = set(KnowledgeItem.objects.filter(id__in=ids, stage__in=[source for source, _, _ in LADDER],
-                                               deleted_at__isnull=True).values_list("stage", flat=True))
+    # The stages present: most credited rows are no skills, and a step nobody stands on needs no UPDATE.
+    if stages is None:
+        stages = set(KnowledgeItem.objects.filter(id__in=ids, deleted_at__isnull=True).values_list("stage", flat=True))
+    present = stages & {source for source, _, _ in LADDER}
     steps = 0
     for source, target, condition in LADDER:
         if source not in present:

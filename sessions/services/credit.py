@@ -20,9 +20,10 @@ import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import F, Q, Value
-from django.db.models.functions import Greatest, Least
+from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 
 from knowledge.injection import SHORT_ID, short_id
@@ -111,29 +112,44 @@ def credit_plan(
     return Credit(frozenset(used), frozenset(ignored), frozenset(rejected))
 
 
-def _shift(delta: float) -> Least:
-    return Least(Greatest(F("confidence") + Value(delta), Value(0.0)), Value(1.0))
+# One statement for the whole credit: the rows locked in id order (two closes crediting the same rows would
+# otherwise lock them in whatever order each UPDATE met them and could deadlock, as seen in `brain bench
+# cluster`; NO KEY UPDATE, as the UPDATE takes anyway, leaves other transactions' foreign-key checks free), then
+# each row changed by its part of the plan. It returns each row's skill stage for the promotion that follows.
+_CREDIT_SQL = """
+UPDATE "{table}" k SET
+  success_count = k.success_count + (CASE WHEN k.id = ANY(%(used)s) AND %(ok)s THEN 1 ELSE 0 END),
+  failure_count = k.failure_count
+    + (CASE WHEN (k.id = ANY(%(used)s) AND NOT %(ok)s) OR k.id = ANY(%(rejected)s) THEN 1 ELSE 0 END),
+  confidence = CASE
+    WHEN k.id = ANY(%(used)s) AND %(ok)s THEN least(greatest(k.confidence + %(bonus)s, 0), 1)
+    WHEN k.id = ANY(%(ignored)s) THEN least(greatest(k.confidence - %(ignored_penalty)s, 0), 1)
+    WHEN k.id = ANY(%(rejected)s) THEN least(greatest(k.confidence - %(rejected_penalty)s, 0), 1)
+    ELSE k.confidence END,
+  last_used_at = CASE WHEN k.id = ANY(%(used)s) THEN %(now)s ELSE k.last_used_at END
+FROM (SELECT id FROM "{table}" WHERE id = ANY(%(touched)s) ORDER BY id FOR NO KEY UPDATE) AS locked
+WHERE k.id = locked.id
+RETURNING k.id, k.stage, k.deleted_at IS NULL"""
 
 
-def credit_apply(*, session: Session, credit: Credit, ok: bool) -> int:
-    """Applies the plan (see the module docstring); returns how many rows changed."""
-    now = timezone.now()
+@dataclass(frozen=True)
+class Credited:
+    changed: int
+    stages: dict[uuid.UUID, str]  # the skill stage of each credited row still live (not deleted)
+
+
+def credit_apply(*, session: Session, credit: Credit, ok: bool) -> Credited:
+    """Applies the plan (see the module docstring): the session's applications get the outcome, the rows their
+    credit, in two statements."""
     SessionKnowledgeApplication.objects.filter(session=session).update(outcome=ok)
-    # Two closes crediting the same rows would lock them in whatever order each UPDATE meets them and can
-    # deadlock (seen in `brain bench cluster`); taking every lock first, in id order, makes them queue instead.
-    # NO KEY UPDATE is the lock the UPDATEs take anyway; a plain FOR UPDATE would also block the key-share
-    # locks other transactions' foreign-key checks take on these rows at commit, another deadlock.
     touched = credit.used | credit.ignored | credit.rejected
-    if touched:
-        rows = KnowledgeItem.objects.filter(id__in=touched).order_by("id").select_for_update(no_key=True)
-        list(rows.values_list("id"))
-    if credit.used:
-        changes = ({"success_count": F("success_count") + 1, "confidence": _shift(USED_BONUS)} if ok
-                   else {"failure_count": F("failure_count") + 1})
-        KnowledgeItem.objects.filter(id__in=credit.used).update(last_used_at=now, **changes)
-    if credit.ignored:
-        KnowledgeItem.objects.filter(id__in=credit.ignored).update(confidence=_shift(-IGNORED_PENALTY))
-    if credit.rejected:
-        KnowledgeItem.objects.filter(id__in=credit.rejected).update(
-            failure_count=F("failure_count") + 1, confidence=_shift(-REJECTED_PENALTY))
-    return credit.changed
+    if not touched:
+        return Credited(0, {})
+    params: dict[str, Any] = {
+        "used": list(credit.used), "ignored": list(credit.ignored), "rejected": list(credit.rejected),
+        "touched": sorted(touched), "ok": ok, "now": timezone.now(), "bonus": USED_BONUS,
+        "ignored_penalty": IGNORED_PENALTY, "rejected_penalty": REJECTED_PENALTY}
+    with connection.cursor() as cursor:
+        cursor.execute(_CREDIT_SQL.format(table=KnowledgeItem._meta.db_table), params)
+        stages = {row[0]: row[1] for row in cursor.fetchall() if row[2]}
+    return Credited(credit.changed, stages)
