@@ -12,7 +12,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
+from functools import cache, partial
+from typing import cast
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -23,12 +24,13 @@ from brain.broker import Message, no_mark, send_quick
 from brain.config import overridden
 from brain.errors import ValidationFailed
 from brain.logs import log_op
-from brain.sql_rows import relaxed_prefix
+from brain.sql_rows import instances, relaxed_prefix, select_list
 from sessions.models import JobStatus, Session, SessionJob
 
 logger = logging.getLogger(__name__)
 
 JOB_TASKS = {"extract": "sessions.tasks.session_extract", "autoskill": "sessions.tasks.session_autoskill"}
+JOB_ALIAS = (("j", SessionJob),)
 JOB_OPS = {"extract": "kea.extract", "autoskill": "autoskill.run"}
 
 
@@ -70,13 +72,34 @@ def _lease() -> timedelta:
     return timedelta(seconds=job_settings().lease_s)
 
 
+@cache
+def _upsert_statement() -> str:
+    """One INSERT of every job of a session that returns each job's row, new or already recorded (the no-op
+    update of its name on a conflict is what makes PostgreSQL return an existing row)."""
+    fields = SessionJob._meta.concrete_fields
+    columns = ", ".join(f'"{f.column}"' for f in fields)
+    values = ", ".join("(" + ", ".join(["%s"] * len(fields)) + ")" for _ in JOB_TASKS)
+    # Table and column names come from the model only; every value is a parameter.
+    return (f'INSERT INTO "{SessionJob._meta.db_table}" AS j ({columns}) VALUES {values} '  # noqa: S608
+            f'ON CONFLICT ("session_id", "name") DO UPDATE SET "name" = EXCLUDED."name" '
+            f"RETURNING {select_list(JOB_ALIAS)}")
+
+
+def _jobs_upsert(session: Session) -> list[SessionJob]:
+    fields = SessionJob._meta.concrete_fields
+    params = [f.get_db_prep_save(f.pre_save(job, True), connection)
+              for job in (SessionJob(session=session, user_id=session.user_id, name=name) for name in JOB_TASKS)
+              for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(_upsert_statement(), params)
+        rows = cursor.fetchall()
+    return [cast(SessionJob, instances(row, JOB_ALIAS)["j"]) for row in rows]
+
+
 def session_jobs_schedule(*, session: Session) -> list[SessionJob]:
     """Records the extract and autoskill jobs of `session` (idempotent) and sends them once the caller commits."""
-    # One INSERT that skips the jobs already recorded (a repeat schedules nothing twice), then one SELECT.
-    SessionJob.objects.bulk_create([SessionJob(session=session, user_id=session.user_id, name=name)
-                                    for name in JOB_TASKS], ignore_conflicts=True)
-    jobs = sorted(SessionJob.objects.filter(session=session, name__in=list(JOB_TASKS)),
-                  key=lambda job: list(JOB_TASKS).index(job.name))
+    # One statement: a repeat records nothing twice and gets the rows recorded before.
+    jobs = sorted(_jobs_upsert(session), key=lambda job: list(JOB_TASKS).index(job.name))
     pending = [job for job in jobs if job.status == JobStatus.PENDING]
     transaction.on_commit(lambda: _send_jobs(pending))
     return jobs

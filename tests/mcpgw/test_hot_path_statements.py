@@ -121,9 +121,10 @@ def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple
         "sessionId": started["sessionId"], "success": True, "userFeedback": "up", "filesModified": 1,
         "knowledgeUsed": injected, "learnings": [learning]})
     # auth+count, BEGIN, session lock, events, injected, owned, used INSERT, outcome UPDATE, the credit (rows
-    # locked in id order and updated, their stages returned: one UPDATE), learning INSERT, jobs INSERT, jobs read,
-    # session UPDATE, COMMIT: 14 (32 before issue 17, 16 before the credit became one statement).
-    assert len(closed) == 14, [s[:80] for s in closed]
+    # locked in id order and updated, their stages returned: one UPDATE), learning INSERT, jobs INSERT (returning
+    # the rows), session UPDATE, COMMIT: 13 (32 before issue 17, 16 before the credit and the jobs became one
+    # statement each).
+    assert len(closed) == 13, [s[:80] for s in closed]
     assert sum('UPDATE "knowledge_knowledgeitem"' in s for s in closed) == 1
     assert SessionJob.objects.filter(session_id=started["sessionId"]).count() == 2
     assert SessionEvent.objects.filter(session_id=started["sessionId"], event_type="learning_captured").count() == 1

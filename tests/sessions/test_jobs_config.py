@@ -17,7 +17,14 @@ from knowledge.models import KnowledgeItem
 from knowledge.services.create import KnowledgeDraft, knowledge_create
 from sessions.cli import jobs as cli_jobs
 from sessions.models import JobStatus, Session, SessionJob
-from sessions.services.jobs import Claim, TransientJobError, session_job_run, session_jobs_requeue
+from sessions.services.jobs import (
+    JOB_TASKS,
+    Claim,
+    TransientJobError,
+    session_job_run,
+    session_jobs_requeue,
+    session_jobs_schedule,
+)
 from sessions.tasks import session_autoskill, session_extract
 from tests.conftest import Tenant
 from tests.support.closed_session import closed_session
@@ -108,3 +115,20 @@ def test_requeue_sends_only_lost_jobs(tenant_a: Tenant) -> None:
     assert session_jobs_requeue(now=now) == 3  # the filesystem broker of the test data dir takes them
     resent = set(SessionJob.objects.filter(enqueued_at__gt=now).values_list("session__prompt", flat=True))
     assert resent == {"never_sent", "sent_long_ago", "dead_worker"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_scheduling_again_returns_the_recorded_jobs_and_sends_only_pending_ones(tenant_a: Tenant,
+                                                                               tenant_b: Tenant) -> None:
+    session = closed_session(user=tenant_a.user, project=tenant_a.project, prompt="repeat")
+    first = session_jobs_schedule(session=session)
+    assert [job.name for job in first] == list(JOB_TASKS)
+    SessionJob.objects.filter(session=session, name="autoskill").update(status=JobStatus.DONE, enqueued_at=None)
+    SessionJob.objects.filter(session=session, name="extract").update(enqueued_at=None)
+    again = session_jobs_schedule(session=session)  # one statement: recorded rows come back as they are
+    assert [(job.id, job.name, job.status) for job in again] == [
+        (first[0].id, "extract", JobStatus.PENDING), (first[1].id, "autoskill", JobStatus.DONE)]
+    assert SessionJob.objects.filter(session=session).count() == 2
+    sent = dict(SessionJob.objects.filter(session=session).values_list("name", "enqueued_at"))
+    assert sent["extract"] is not None and sent["autoskill"] is None  # the done job was not sent again
+    assert not SessionJob.objects.filter(user=tenant_b.user).exists()
