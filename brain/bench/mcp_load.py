@@ -110,15 +110,16 @@ def served_brain(web_workers: int, output: IO[bytes] | None = None) -> Iterator[
 
 
 @contextmanager
-def temporary_brain(web_workers: int) -> Iterator[tuple[str, str]]:
-    """(url, token) of a fresh brain holding one user with five projects."""
+def temporary_brain(web_workers: int) -> Iterator[tuple[str, str, str]]:
+    """(url, token, data dir) of a fresh brain holding one user with five projects."""
     with served_brain(web_workers) as (url, env):
         _brain("user", "create", "--email", "bench@example.test", env=env)
         _brain("manage", "shell", "-c", "from projects.selectors.accounts import user_by_email; "
                "from projects.services.accounts import project_ensure_named as e; "
                "u=user_by_email(email='bench@example.test');"
                "[e(user=u, name=f'Bench {i}') for i in range(5)]", env=env)
-        yield url, _brain("token", "create", "--email", "bench@example.test", "--name", "bench", env=env)
+        yield (url, _brain("token", "create", "--email", "bench@example.test", "--name", "bench", env=env),
+               env["BRAIN_DATA_DIR"])
 
 
 def _meta() -> dict[str, Any]:
@@ -242,7 +243,7 @@ def render_side_by_side(brain: list[dict[str, Any]], reference: list[dict[str, A
     return "\n".join(lines)
 
 
-def _report(url: str, token: str, args: argparse.Namespace) -> dict[str, Any]:
+def _report(url: str, token: str, args: argparse.Namespace, data_dir: str = "") -> dict[str, Any]:
     if not args.json:
         print(f"brain bench mcp: {args.calls} tools/call {TOOL} per series, {url}/mcp", flush=True)
     report: dict[str, Any] = {"tool": TOOL, "calls": args.calls, "load": os.getloadavg(),
@@ -255,11 +256,12 @@ def _report(url: str, token: str, args: argparse.Namespace) -> dict[str, Any]:
             print(render_side_by_side(legacy, report["reference"]))
     # Last: the writes leave the server embedding their vectors for a while, which would slow the reference.
     if args.events:
-        from brain.bench.mcp_events import events_series
+        from brain.bench.mcp_events import brain_database, events_series, vectors_pending
 
         if not args.json:
             print(f"brain, handshake era, brain_log_event ({args.events} events per series):", flush=True)
-        report["events"] = events_series(url, token, clients=args.clients, events=args.events, quiet=args.json)
+        report["events"] = events_series(url, token, clients=args.clients, events=args.events, quiet=args.json,
+                                         pending=vectors_pending(brain_database(data_dir)) if data_dir else None)
     report["loadAfter"] = os.getloadavg()
     if args.json:
         print(json.dumps(report, indent=2))
@@ -278,6 +280,6 @@ def run(args: argparse.Namespace) -> int:
         _report(args.url.rstrip("/").removesuffix("/mcp"), token, args)
         return 0
     print("brain bench mcp: starting a temporary brain (web only) ...", file=sys.stderr, flush=True)
-    with temporary_brain(args.web_workers) as (url, token):
-        _report(url, token, args)
+    with temporary_brain(args.web_workers) as (url, token, data_dir):
+        _report(url, token, args, data_dir)
     return 0

@@ -7,8 +7,9 @@ import asyncio
 from typing import Any
 
 import pytest
+from django.db import connection
 
-from brain.bench.mcp_events import measure_events
+from brain.bench.mcp_events import measure_events, vectors_pending
 from brain.cli import main
 from sessions.models import SessionEvent
 from tests.conftest import Tenant
@@ -23,6 +24,19 @@ def test_every_acknowledged_event_is_found_stored(live_server: Any, tenant_a: Te
     notes = SessionEvent.objects.filter(event_type="note")
     assert notes.filter(user=tenant_a.user).count() == 20 and notes.values("session_id").distinct().count() == 2
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+
+
+def test_the_bench_times_how_long_until_every_event_has_its_vector(live_server: Any, tenant_a: Tenant,
+                                                                   tenant_b: Tenant) -> None:
+    db = connection.settings_dict
+    pending = vectors_pending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
+    row = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=2, events=20, pending=pending))
+    assert row["acknowledged"] == 20 and row["vectorsCaughtUpS"] is not None and row["vectorsCaughtUpS"] >= 0
+    assert pending() == 0
+    assert not SessionEvent.objects.filter(embedding__isnull=True, user=tenant_a.user).exclude(content="").exists()
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+    without = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=1, events=5))
+    assert without["vectorsCaughtUpS"] is None  # no database to ask (a brain given by --url)
 
 
 def test_negative_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
