@@ -227,6 +227,8 @@ BRAIN_RETRIEVAL = {
     "fts_postings": env_override("BRAIN_RETRIEVAL_FTS_POSTINGS", int),
     "vector_length_b": env_override("BRAIN_RETRIEVAL_VECTOR_LENGTH_B", float),
     "vector_long_lexemes": env_override("BRAIN_RETRIEVAL_VECTOR_LONG_LEXEMES", int),
+    "fts_length_b": env_override("BRAIN_RETRIEVAL_FTS_LENGTH_B", float),
+    "fts_long_lexemes": env_override("BRAIN_RETRIEVAL_FTS_LONG_LEXEMES", int),
     "exact_rows": env_override("BRAIN_RETRIEVAL_EXACT_ROWS", int),
     "max_distance": env_override("BRAIN_RETRIEVAL_MAX_DISTANCE", float),
     "decay_floor": env_override("BRAIN_RETRIEVAL_DECAY_FLOOR", float),

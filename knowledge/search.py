@@ -46,6 +46,16 @@ BM25_B = 0.75
 # vector turn recall@10 0.761 -> 0.829, on MemoryBank unchanged (docs/benchmarks.md, issue 16).
 VECTOR_LONG_LEXEMES = 0
 VECTOR_LENGTH_B = 0.0
+# The same penalty on the BM25 score of long rows (`Fusion.fts_long_lexemes`, `fts_length_b`): a row of more than L
+# distinct lexemes has its score divided by 1 + b * (length / L - 1). BM25's own length normalisation (b 0.75
+# inside the saturated term frequency, relative to the matching rows' average length) bounds what a long row loses
+# per term, so a long assistant reply that mentions the query's topic words once each still outranks the short
+# turn that states the fact. Dividing the whole score is Singhal's pivoted normalisation, which session 3's
+# `ts_rank` score did for every row (LongMemEval fts turn recall@10 0.812 against BM25's 0.774) and which cost
+# short chat when it lifted short rows; above a fixed length only, chat turns keep plain BM25. Off by default
+# (knowledge search); session search sets L = 48, b = 0.5, the vector list's values (docs/benchmarks.md, sixth step).
+FTS_LONG_LEXEMES = 0
+FTS_LENGTH_B = 0.0
 # Per-query fusion shares (`Fusion.adaptive`): a list whose first SHAPE_HEAD scores stand further above the rest
 # of its own scores (in standard deviations) gets the larger share, in proportion to that distance (to its
 # SHAPE_POWER), never less than SHAPE_FLOOR of its configured weight nor more than 2 - SHAPE_FLOOR. Fixed equal
@@ -95,6 +105,8 @@ class Fusion:
     fts_postings: int = FTS_POSTINGS_BUDGET
     vector_long_lexemes: int = VECTOR_LONG_LEXEMES  # 0: plain cosine
     vector_length_b: float = VECTOR_LENGTH_B
+    fts_long_lexemes: int = FTS_LONG_LEXEMES  # 0: plain BM25
+    fts_length_b: float = FTS_LENGTH_B
     exact_rows: int = EXACT_ROWS  # scopes of at most this many rows are searched exactly (0: never)
     # Per-query list shares from score shape (`_weights_cte`). Session search turns it on; knowledge search
     # keeps fixed shares because its injection floor is calibrated on them (docs/benchmarks.md, issue 16).
@@ -167,6 +179,7 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     # own indexes (a small project is cheaper to scan than a common term's posting list).
     tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
     pivot = _length_pivot(str(BM25_B), "h.len", "n.avg_len")
+    long_penalty = "(1 + %(ftslenb)s * greatest(max(h.lex)::float8 / %(ftslonglex)s - 1, 0))"
     return f"""
     fts_pool AS (
         SELECT DISTINCT ON (m.id) m.id, m.sv FROM (
@@ -179,17 +192,17 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     fts_terms AS (
         SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
         FROM fts_pool p CROSS JOIN LATERAL unnest(p.sv) u),
-    fts_len AS (SELECT id, sum(tf) AS len FROM fts_terms GROUP BY id),
+    fts_len AS (SELECT id, sum(tf) AS len, count(*) AS lex FROM fts_terms GROUP BY id),
     fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1) AS avg_len FROM fts_len),
     fts_hits AS (
-        SELECT w.id, w.tf::float8 AS tf, l.len, e.est, count(*) OVER (PARTITION BY w.lexeme) AS df
+        SELECT w.id, w.tf::float8 AS tf, l.len, l.lex, e.est, count(*) OVER (PARTITION BY w.lexeme) AS df
         FROM fts_terms w JOIN fts_len l ON l.id = w.id
         JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = w.lexeme),
     fts AS (
         SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score FROM (
             SELECT h.id, sum(ln(1.0 + (n.n - greatest(h.df, h.est) + 0.5) / (greatest(h.df, h.est) + 0.5))
                              * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * {pivot}))
-                   AS score
+                   / {long_penalty} AS score
             FROM fts_hits h CROSS JOIN fts_n n GROUP BY h.id) scored
         ORDER BY score DESC, id LIMIT %(n)s)"""  # noqa: S608
 
@@ -258,6 +271,8 @@ def hybrid_candidates(
         "n": fusion.candidates, "maxdist": fusion.max_distance, "k": float(fusion.rrf_k),
         "wv": weight_v, "wf": weight_f, "longlex": max(fusion.vector_long_lexemes, 1),
         "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
+        "ftslonglex": max(fusion.fts_long_lexemes, 1),
+        "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0,
         "adaptive": fusion.adaptive and use_vec and use_fts,
     }
     with transaction.atomic(), connection.cursor() as cursor:

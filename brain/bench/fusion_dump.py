@@ -23,12 +23,12 @@ def dump_line(principal: Any, project: Any, question: dict[str, Any], keys: dict
     """One question: its evidence, the full-text and vector lists (rank and raw score: BM25, cosine similarity)
     as the selector builds them, and the engine's hybrid events and sessions in their order. A row's `turn` is
     its (session key, turn number) in the dataset, its `session` the stored session's id."""
-    from knowledge.search import MAX_COSINE_DISTANCE, hybrid_candidates
-    from knowledge.selectors.search import fusion_from_settings
-    from sessions.selectors.search import EVENT_TABLE, session_event_scope
+    from knowledge.search import hybrid_candidates
+    from sessions.selectors.search import EVENT_TABLE, event_fusion, session_event_scope
 
     scope = session_event_scope(principal=principal, project_id=project.id)
-    fusion = fusion_from_settings(max_distance=MAX_COSINE_DISTANCE, adaptive=True)
+    # The selector's own fusion (long-row penalties included): a dump of other lists would not replay the engine.
+    fusion = event_fusion()
     lists: dict[str, list[dict[str, Any]]] = {}
     for mode in ("fts", "vector"):
         found = hybrid_candidates(table=EVENT_TABLE, columns="t.session_id", scope=scope,

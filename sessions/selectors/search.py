@@ -27,9 +27,12 @@ SNIPPET_CHARS = 240
 # A session's n-th best event adds DECAY**n of its score (measured on LongMemEval dev120, docs/benchmarks.md).
 SESSION_EVENT_DECAY = 0.5
 # Session search's own fusion: no distance cut and per-query list shares, always; the long-row penalty on cosine
-# (knowledge/search.py, VECTOR_LONG_LEXEMES) unless the environment sets it (`BRAIN_RETRIEVAL_VECTOR_*`).
+# and on BM25 (knowledge/search.py, VECTOR_LONG_LEXEMES, FTS_LONG_LEXEMES) unless the environment sets it
+# (`BRAIN_RETRIEVAL_VECTOR_*`, `BRAIN_RETRIEVAL_FTS_*`). One length, one strength for both lists: rows over 48
+# distinct lexemes are a long reply's survey of its topic to either list (docs/benchmarks.md, sixth step).
 EVENT_FUSION: dict[str, Any] = {"max_distance": MAX_COSINE_DISTANCE, "adaptive": True}
-EVENT_LENGTH_PENALTY: dict[str, Any] = {"vector_long_lexemes": 48, "vector_length_b": 0.5}
+EVENT_LENGTH_PENALTY: dict[str, Any] = {"vector_long_lexemes": 48, "vector_length_b": 0.5,
+                                        "fts_long_lexemes": 48, "fts_length_b": 0.5}
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
 EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)
 
