@@ -293,6 +293,14 @@ def _memo_put(key: tuple[str, str], vector: list[float]) -> None:
             _memo.popitem(last=False)
 
 
+def memoised(text: str) -> bool:
+    """Whether `text`'s vector from the current embedder is in this process's memo (embedding it costs nothing)."""
+    try:
+        return _memo_get((get_embedder().name, text)) is not None
+    except EmbeddingUnavailable:
+        return False
+
+
 def memo_clear() -> None:
     """Forget memoised vectors (benchmarks time the model call of every query)."""
     with _lock:

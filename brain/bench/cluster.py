@@ -120,6 +120,8 @@ def _drive(topo: Topology, token: str, args: argparse.Namespace, say: Any) -> tu
         thread.start()
     while any(t.is_alive() for t in threads):
         time.sleep(5)
+        if topo.revive_workers():
+            say("restarted a worker that had exited")
         elapsed = time.monotonic() - started
         if elapsed < duration + 5:
             say(f"{elapsed:5.0f} s: {len(ledger.calls)} calls, {ledger.acknowledged()} acknowledged writes")
@@ -141,11 +143,15 @@ def _job_rate(url: str, sessions: set[str]) -> float:
     return round(float(row[0]) / float(row[1]), 1) if row and row[1] else 0.0
 
 
-def _wait_jobs(url: str, sessions: set[str], wait_s: float, say: Any) -> dict[str, int]:
+def _wait_jobs(topo: Topology, sessions: set[str], wait_s: float, say: Any) -> dict[str, int]:
     """Waits until every job of every acknowledged close is done (or failed); returns counts by status."""
+    assert topo.pg is not None
+    url = topo.pg.url
     deadline = time.monotonic() + wait_s
     counts: dict[str, int] = {}
     while True:
+        if topo.revive_workers():
+            say("restarted a worker that had exited")
         with psycopg.connect(url) as conn:
             rows = conn.execute("SELECT status, count(*) FROM agent_sessions_sessionjob "
                                 "WHERE session_id::text = ANY(%s) GROUP BY status", [list(sessions)]).fetchall()
@@ -209,9 +215,10 @@ def run(args: argparse.Namespace) -> int:
         commits = _commits(topo.pg.url)
         ledger, faults, probes, wall = _drive(topo, token, args, say)
         db_commits_per_s = round((_commits(topo.pg.url) - commits) / wall, 1)
-        jobs = _wait_jobs(topo.pg.url, ledger.closes, args.jobs_wait_s, say)
+        jobs = _wait_jobs(topo, ledger.closes, args.jobs_wait_s, say)
         report = summarise(ledger, faults, probes, wall, check_ledger(topo.pg.url, ledger), jobs, args)
         report["db_commits_per_s"] = db_commits_per_s
+        report["worker_restarts"] = topo.worker_restarts
         report["jobs_per_s"] = _job_rate(topo.pg.url, ledger.closes)
     finally:
         topo.stop()

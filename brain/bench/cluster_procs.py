@@ -94,6 +94,10 @@ class Proc:
     name: str
     argv: list[str]
     process: subprocess.Popen[bytes] | None = None
+    held: bool = False  # stopped on purpose (a fault): not to be restarted until the fault restores it
+
+    def exited(self) -> bool:
+        return self.process is not None and self.process.poll() is not None
 
     def start(self, env: dict[str, str], log_dir: Path) -> None:
         log = (log_dir / f"{self.name}.log").open("ab")
@@ -185,6 +189,7 @@ class Topology:
     lb_port: int = 0
     redis_port: int = 0
     pg: Postgres | None = None
+    worker_restarts: int = 0  # workers that exited on their own and were restarted (`revive_workers`)
 
     @property
     def url(self) -> str:
@@ -271,11 +276,25 @@ class Topology:
         self.replicas[index].start(self.env, self.logs)
 
     def kill_worker(self, index: int = 0) -> None:
+        self.celery[index].held = True
         self.celery[index].signal(signal.SIGKILL)
         self.celery[index].stop(grace=1)
 
     def restore_worker(self, index: int = 0) -> None:
         self.celery[index].start(self.env, self.logs)
+        self.celery[index].held = False
+
+    def revive_workers(self) -> int:
+        """Restarts every Celery worker that exited on its own, as `brain serve`'s supervisor and an orchestrator's
+        restart policy do (a worker can die on a broker outage: Celery 5.7 with kombu's Redis transport exits with
+        an AttributeError when the broker vanishes while it holds unacknowledged messages); returns how many."""
+        revived = 0
+        for worker in self.celery:
+            if not worker.held and worker.exited():
+                worker.start(self.env, self.logs)
+                revived += 1
+        self.worker_restarts += revived
+        return revived
 
     def stop_redis(self) -> None:
         # SHUTDOWN writes the append-only file, as a managed Redis being restarted would; messages survive.

@@ -43,17 +43,19 @@ def _validate(draft: EventDraft) -> None:
 
 def session_start(
     *, user: User, project: Project, client_type: str = "", prompt: str = "", framework: str = "",
-    started_at: datetime | None = None, binding: str = "",
+    started_at: datetime | None = None, binding: str = "", defer_vectors: bool = False,
 ) -> Session:
     """Opens a session in `project` (resolved and authorised by the caller); the prompt becomes a
-    searchable `prompt` event so session search finds the task by what was asked."""
+    searchable `prompt` event so session search finds the task by what was asked (its vector from the
+    batcher after the commit with `defer_vectors`)."""
     text_storable(clientType=client_type, prompt=prompt, framework=framework)
     session = Session.objects.create(
         user=user, project=project, client_type=client_type, prompt=prompt, framework=framework,
         started_at=started_at or timezone.now(), binding=binding,
     )
     if prompt.strip():
-        session_events_log_many(session=session, drafts=[EventDraft(PROMPT_EVENT, prompt, {}, session.started_at)])
+        session_events_log_many(session=session, drafts=[EventDraft(PROMPT_EVENT, prompt, {}, session.started_at)],
+                                defer_vectors=defer_vectors)
     return session
 
 

@@ -14,6 +14,7 @@ from django.db.models import Case, IntegerField, Value, When
 
 from brain.logs import log_op
 from brain.text import text_storable
+from knowledge.embeddings import memoised
 from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import KnowledgeItem, KnowledgeType, review_clear
 from knowledge.relevance import NO_MATCH, above_floor, other_stack
@@ -131,10 +132,12 @@ def session_open(
         notice = (relevant.notice or (NO_MATCH if not relevant.ids else "")) if relevant is not None else ""
         if relevant is not None and not relevant.ids:
             relevant = None
+    # No model call inside the transaction: the search's vector of the prompt is memoised; without it (the
+    # embedder failed or is slow), the prompt event gets its vector from the batcher after the commit.
     with transaction.atomic():
         session = session_start(user=principal.user, project=resolved.project,
                                 client_type=client_type[:CLIENT_TYPE_MAX], prompt=prompt,
-                                framework=framework[:STACK_NAME_MAX])
+                                framework=framework[:STACK_NAME_MAX], defer_vectors=not memoised(prompt))
         if relevant is not None:  # knowledge rows are never deleted outright, only marked (deleted_at)
             applications_record(session=session, knowledge_ids=relevant.ids, role=ApplicationRole.INJECTED)
     items = _soft("start.action_items_failed", lambda: _action_items_injection(session, principal.user.email),

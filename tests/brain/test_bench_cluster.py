@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +49,20 @@ def test_cluster_with_faults_loses_and_duplicates_nothing(tmp_path: object) -> N
 def test_cluster_rejects_bad_arguments() -> None:
     done = run_brain("bench", "cluster", "--web", "0")
     assert done.returncode == 2 and "--web" in done.stderr
+
+
+def test_a_worker_that_exits_on_its_own_is_restarted_and_one_stopped_by_a_fault_is_not(tmp_path: Path) -> None:
+    from brain.bench.cluster_procs import Proc, Topology
+
+    topo = Topology(tmp_path, web=0, workers=1, env=dict(os.environ))
+    topo.logs.mkdir(parents=True)
+    worker = Proc("worker1", ["true"])  # exits at once, as a worker crashing on a broker outage does
+    topo.celery.append(worker)
+    worker.start(topo.env, topo.logs)
+    assert worker.process is not None
+    worker.process.wait()
+    first = worker.process
+    assert topo.revive_workers() == 1 and worker.process is not first and topo.worker_restarts == 1
+    worker.process.wait()
+    worker.held = True  # the fault killed it and will restore it itself
+    assert topo.revive_workers() == 0 and topo.worker_restarts == 1
