@@ -43,6 +43,7 @@ class KnowledgeHit:
     explain: dict[str, Any]
     owner_id: uuid.UUID | None = None
     author: str = ""  # who taught it, when not the caller (injections show it under "From your team")
+    framework: str = ""  # the stack it was taught for (an open leaves out rows of another stack)
 
 
 @dataclass
@@ -136,7 +137,7 @@ def _hit(row: dict[str, Any], score: float, explain: dict[str, Any]) -> Knowledg
     return KnowledgeHit(
         id=row["id"], type=row["type"], trigger=row["trigger"], content=row["content"], rationale=row["rationale"],
         confidence=float(row["confidence"]), tags=list(row["tags"] or []), project_id=row["project_id"],
-        score=round(score, 6), explain=explain, owner_id=row["owner_id"],
+        score=round(score, 6), explain=explain, owner_id=row["owner_id"], framework=row["framework"] or "",
     )
 
 

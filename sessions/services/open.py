@@ -52,8 +52,7 @@ def applications_record(*, session: Session, knowledge_ids: Sequence[uuid.UUID |
 
 
 def _other_stack(prompt: str, framework: str, hits: Sequence[KnowledgeHit]) -> set[str]:
-    frameworks = dict(KnowledgeItem.objects.filter(id__in=[h.id for h in hits]).values_list("id", "framework"))
-    return other_stack(prompt=prompt, framework=framework, frameworks={str(k): v for k, v in frameworks.items()})
+    return other_stack(prompt=prompt, framework=framework, frameworks={str(h.id): h.framework for h in hits})
 
 
 @dataclass(frozen=True)
