@@ -52,6 +52,12 @@ def instances(row: Sequence[Any], aliases: Aliased) -> dict[str, Model | None]:
     return built
 
 
+def db_values(obj: Model, fields: Sequence[Any]) -> dict[str, Any]:
+    """What an INSERT of `obj` writes to each of `fields`, by attname, as the ORM would (`pre_save` fills the
+    automatic columns, such as timestamps)."""
+    return {f.attname: f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields}
+
+
 # Statements PREPAREd on each database connection, by name. Keyed by the driver's connection object, so a
 # reconnect (a new object) prepares again.
 _prepared: WeakKeyDictionary[Any, set[str]] = WeakKeyDictionary()

@@ -137,6 +137,12 @@ _EMPTY_VEC = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS dist
 _EMPTY_FTS = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS score WHERE false"
 
 
+def _long_row_penalty(b: str, length: str, long: str) -> str:
+    """The divisor of a row's score for rows longer than `long` lexemes: `1 + b * max(0, length / long - 1)`
+    (VECTOR_LONG_LEXEMES, FTS_LONG_LEXEMES)."""
+    return f"(1 + {b} * greatest({length}::float8 / {long} - 1, 0))"
+
+
 def _length_pivot(b: str, length: str, average: str) -> str:
     """BM25's length normalisation `(1 - b) + b * length / average`."""
     return f"(1 - {b} + {b} * {length} / {average})"
@@ -151,7 +157,7 @@ def _vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
     graph walk meets mostly other projects' rows, and even with iterative scans it returned a third fewer
     of the true nearest turns than exact search on short dialogue turns (docs/benchmarks.md)."""
     order = "(t.embedding <=> %(qvec)s::vector) + 0" if exact else "t.embedding <=> %(qvec)s::vector"
-    penalty = "(1 + %(lenb)s * greatest(len::float8 / %(longlex)s - 1, 0))"
+    penalty = _long_row_penalty("%(lenb)s", "len", "%(longlex)s")
     return f"""
         SELECT id, row_number() OVER (ORDER BY (1 - dist) / {penalty} DESC, id) AS rnk, dist
         FROM (SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist, greatest(length(t.search_vector), 1) AS len
@@ -179,7 +185,7 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     # own indexes (a small project is cheaper to scan than a common term's posting list).
     tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
     pivot = _length_pivot(str(BM25_B), "h.len", "n.avg_len")
-    long_penalty = "(1 + %(ftslenb)s * greatest(max(h.lex)::float8 / %(ftslonglex)s - 1, 0))"
+    long_penalty = _long_row_penalty("%(ftslenb)s", "max(h.lex)", "%(ftslonglex)s")
     return f"""
     fts_pool AS (
         SELECT DISTINCT ON (m.id) m.id, m.sv FROM (

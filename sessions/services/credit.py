@@ -132,24 +132,17 @@ WHERE k.id = locked.id
 RETURNING k.id, k.stage, k.deleted_at IS NULL"""
 
 
-@dataclass(frozen=True)
-class Credited:
-    changed: int
-    stages: dict[uuid.UUID, str]  # the skill stage of each credited row still live (not deleted)
-
-
-def credit_apply(*, session: Session, credit: Credit, ok: bool) -> Credited:
+def credit_apply(*, session: Session, credit: Credit, ok: bool) -> dict[uuid.UUID, str]:
     """Applies the plan (see the module docstring): the session's applications get the outcome, the rows their
-    credit, in two statements."""
+    credit, in two statements. Returns the skill stage of each credited row still live (not deleted)."""
     SessionKnowledgeApplication.objects.filter(session=session).update(outcome=ok)
     touched = credit.used | credit.ignored | credit.rejected
     if not touched:
-        return Credited(0, {})
+        return {}
     params: dict[str, Any] = {
         "used": list(credit.used), "ignored": list(credit.ignored), "rejected": list(credit.rejected),
         "touched": sorted(touched), "ok": ok, "now": timezone.now(), "bonus": USED_BONUS,
         "ignored_penalty": IGNORED_PENALTY, "rejected_penalty": REJECTED_PENALTY}
     with connection.cursor() as cursor:
         cursor.execute(_CREDIT_SQL.format(table=KnowledgeItem._meta.db_table), params)
-        stages = {row[0]: row[1] for row in cursor.fetchall() if row[2]}
-    return Credited(credit.changed, stages)
+        return {row[0]: row[1] for row in cursor.fetchall() if row[2]}

@@ -19,6 +19,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from brain.sql_rows import db_values
 from projects.models import Project
 from projects.scope import Principal
 from projects.selectors.accounts import visible_project_params, visible_project_sql
@@ -59,8 +60,7 @@ def event_insert_owned(
     now = timezone.now()
     event = SessionEvent(session_id=pk, user_id=principal.user.pk, event_type=event_type, payload=payload,
                          content=content, occurred_at=now, embedding=None, embedding_model="")
-    params = {f.attname: f.get_db_prep_save(f.pre_save(event, True), connection)
-              for f in _fields() if f.attname not in FROM_SESSION}
+    params = db_values(event, [f for f in _fields() if f.attname not in FROM_SESSION])
     with connection.cursor() as cursor:
         cursor.execute(_statement(), {**params, **visible_project_params(principal), "sid": pk})
         row = cursor.fetchone()

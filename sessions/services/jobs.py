@@ -24,7 +24,7 @@ from brain.broker import Message, no_mark, send_quick
 from brain.config import overridden
 from brain.errors import ValidationFailed
 from brain.logs import log_op
-from brain.sql_rows import instances, relaxed_prefix, select_list
+from brain.sql_rows import db_values, instances, relaxed_prefix, select_list
 from sessions.models import JobStatus, Session, SessionJob
 
 logger = logging.getLogger(__name__)
@@ -86,10 +86,8 @@ def _upsert_statement() -> str:
 
 
 def _jobs_upsert(session: Session) -> list[SessionJob]:
-    fields = SessionJob._meta.concrete_fields
-    params = [f.get_db_prep_save(f.pre_save(job, True), connection)
-              for job in (SessionJob(session=session, user_id=session.user_id, name=name) for name in JOB_TASKS)
-              for f in fields]
+    jobs = [SessionJob(session=session, user_id=session.user_id, name=name) for name in JOB_TASKS]
+    params = [value for job in jobs for value in db_values(job, SessionJob._meta.concrete_fields).values()]
     with connection.cursor() as cursor:
         cursor.execute(_upsert_statement(), params)
         rows = cursor.fetchall()

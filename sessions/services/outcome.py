@@ -111,9 +111,9 @@ def _confidence_loop(principal: Principal, session: Session, report: OutcomeRepo
     rejected ones much less; then skills that earned it move up a stage."""
     credit = credit_plan(principal=principal, session=session, used_ids=report.knowledge_used,
                          summary=report.summary, events=events)
-    credited = credit_apply(session=session, credit=credit, ok=ok)
-    skills_promote(ids=credit.used, stages={credited.stages[i] for i in credit.used if i in credited.stages})
-    return credited.changed
+    stages = credit_apply(session=session, credit=credit, ok=ok)
+    skills_promote(ids=credit.used, stages={stages[i] for i in credit.used if i in stages})
+    return credit.changed
 
 
 def _retire_action_items(session: Session, ids: Sequence[str]) -> int:

@@ -22,6 +22,7 @@ from knowledge.embeddings import (
     embedder_health,
     get_embedder,
 )
+from tests.support.fake_embedder import answer_embeddings
 
 
 def test_local_model_embeds_offline_with_unit_vectors_that_capture_meaning() -> None:
@@ -88,13 +89,7 @@ class _FakeOpenAI(BaseHTTPRequestHandler):
             return
         data = [{"object": "embedding", "index": i, "embedding": [float(i + 1)] * self.dims}
                 for i, _ in enumerate(body["input"])]
-        payload = json.dumps({"object": "list", "data": data[::-1], "model": body["model"],
-                              "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        answer_embeddings(self, body["model"], data[::-1])
 
     def log_message(self, *args: Any) -> None:
         return

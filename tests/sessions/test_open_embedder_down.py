@@ -22,6 +22,7 @@ from sessions.models import Session, SessionEvent
 from sessions.services.event_vectors import EVENT_BATCHER
 from tests.conftest import Tenant
 from tests.mcpgw.conftest import Mcp, call_tool
+from tests.support.fake_embedder import answer_embeddings
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PROMPT = "migrate the billing cron job to the new queue"
@@ -40,13 +41,8 @@ class _FailsFirst(BaseHTTPRequestHandler):
             self.send_response(500)
             self.end_headers()
             return
-        data = [{"object": "embedding", "index": i, "embedding": [0.5] * 384} for i, _ in enumerate(body["input"])]
-        payload = json.dumps({"object": "list", "data": data, "model": body["model"]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        answer_embeddings(self, body["model"], [{"object": "embedding", "index": i, "embedding": [0.5] * 384}
+                                                for i, _ in enumerate(body["input"])])
 
     def log_message(self, *args: Any) -> None:
         return
