@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from django.db.models.expressions import CombinedExpression
+from django.db.models.expressions import CombinedExpression, Func
 from pgvector.django import HnswIndex, VectorField
 
 from brain.models import TimestampedModel
@@ -90,6 +92,12 @@ def _search_vector() -> CombinedExpression:
     )
 
 
+def search_tokens(vector: Any) -> Func:
+    """The token count of a tsvector expression (its lexemes' positions summed; SQL function of migration
+    knowledge 0015). A generated column may not read another one, so the column repeats the vector's expression."""
+    return Func(vector, function="brain_tsvector_tokens", output_field=models.IntegerField())
+
+
 class KnowledgeItem(TimestampedModel):
     """One learned item. `project` null = the owner's personal knowledge that follows them everywhere.
 
@@ -138,6 +146,10 @@ class KnowledgeItem(TimestampedModel):
     embedding_model = models.CharField(max_length=120, blank=True)
     search_vector = models.GeneratedField(
         expression=_search_vector(), output_field=SearchVectorField(), db_persist=True
+    )
+    # BM25's row length, stored: counting it at query time unnested every candidate's whole tsvector.
+    search_tokens = models.GeneratedField(
+        expression=search_tokens(_search_vector()), output_field=models.IntegerField(), db_persist=True
     )
 
     class Meta:

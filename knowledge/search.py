@@ -174,8 +174,10 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     (`scope_n` rows; the term's rows among the candidates, or the statistics' estimate when the candidate
     pool was capped). An IDF measured inside the pool alone inverted the weights: the pool is made of the
     rows holding the query's rarer terms, so in it those terms looked common and common words looked rare.
-    Each row's tsvector is unnested once (`fts_terms`) for both its length and its query terms' counts: a
-    second pass for the length alone cost a third of the statement at 100,000 rows (docs/benchmarks.md).
+    The row's length is stored (`search_tokens`), and only the query's lexemes of its tsvector are unnested:
+    `setweight` marks them with weight B and `ts_filter` keeps what is marked (a query lexeme the row lacks is
+    skipped; a row's own B-weighted lexemes, if any, find no query term in `fts_hits`). Unnesting every
+    candidate's whole tsvector cost half of the statement at 100,000 rows (docs/benchmarks.md).
 
     Candidates are the rows holding any of the generating terms (the rarer query terms, see
     `knowledge.term_stats`) plus the rows matching the whole query (which `websearch_to_tsquery` may widen
@@ -188,22 +190,20 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     long_penalty = _long_row_penalty("%(ftslenb)s", "max(h.lex)", "%(ftslonglex)s")
     return f"""
     fts_pool AS (
-        SELECT DISTINCT ON (m.id) m.id, m.sv FROM (
-            (SELECT t.id, t.search_vector AS sv FROM {table} t
+        SELECT DISTINCT ON (m.id) m.id, m.sv, m.len FROM (
+            (SELECT t.id, t.search_vector AS sv, t.search_tokens AS len FROM {table} t
              WHERE {scope.sql} AND t.search_vector @@ %(tsq_gen)s::tsquery LIMIT %(fts_cap)s)
             UNION ALL
-            (SELECT t.id, t.search_vector AS sv FROM {table} t
+            (SELECT t.id, t.search_vector AS sv, t.search_tokens AS len FROM {table} t
              WHERE {scope.sql} AND t.search_vector @@ {tsq_all} LIMIT %(fts_cap)s)
         ) m ORDER BY m.id),
     fts_terms AS (
-        SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
-        FROM fts_pool p CROSS JOIN LATERAL unnest(p.sv) u),
-    fts_len AS (SELECT id, sum(tf) AS len, count(*) AS lex FROM fts_terms GROUP BY id),
-    fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1) AS avg_len FROM fts_len),
+        SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, p.len, length(p.sv) AS lex
+        FROM fts_pool p CROSS JOIN LATERAL unnest(ts_filter(setweight(p.sv, 'B', %(lexemes)s::text[]), '{{b}}')) u),
+    fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1) AS avg_len FROM fts_pool),
     fts_hits AS (
-        SELECT w.id, w.tf::float8 AS tf, l.len, l.lex, e.est, count(*) OVER (PARTITION BY w.lexeme) AS df
-        FROM fts_terms w JOIN fts_len l ON l.id = w.id
-        JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = w.lexeme),
+        SELECT w.id, w.tf::float8 AS tf, w.len, w.lex, e.est, count(*) OVER (PARTITION BY w.lexeme) AS df
+        FROM fts_terms w JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = w.lexeme),
     fts AS (
         SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score FROM (
             SELECT h.id, sum(ln(1.0 + (n.n - greatest(h.df, h.est) + 0.5) / (greatest(h.df, h.est) + 0.5))

@@ -9,7 +9,7 @@ from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
 from brain.models import TimestampedModel
-from knowledge.models import EMBEDDING_DIMENSIONS, TS_CONFIG
+from knowledge.models import EMBEDDING_DIMENSIONS, TS_CONFIG, search_tokens
 from projects.models import STACK_NAME_MAX
 
 # Field limits, named once: the services and the MCP schemas read these.
@@ -74,6 +74,10 @@ class SessionEvent(TimestampedModel):
     embedding_model = models.CharField(max_length=120, blank=True)
     search_vector = models.GeneratedField(
         expression=SearchVector("content", config=TS_CONFIG), output_field=SearchVectorField(), db_persist=True
+    )
+    search_tokens = models.GeneratedField(  # BM25's row length (knowledge.models.search_tokens)
+        expression=search_tokens(SearchVector("content", config=TS_CONFIG)), output_field=models.IntegerField(),
+        db_persist=True,
     )
 
     class Meta:
