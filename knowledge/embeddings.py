@@ -16,6 +16,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -328,6 +329,23 @@ def embed_texts(texts: Sequence[str], *, background: bool = False) -> tuple[list
 def embed_query(text: str) -> tuple[list[float], str]:
     vectors, model = embed_texts([text])
     return vectors[0], model
+
+
+# Threads that embed queries while the request's own thread queries PostgreSQL (`embed_query_soon`): as many as
+# a web worker serves requests at once (gunicorn's 8 threads), so a query never queues behind another's.
+QUERY_THREADS = 8
+_query_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def embed_query_soon(text: str) -> Future[tuple[list[float], str]]:
+    """`embed_query(text)` started on a pool thread (ONNX Runtime and HTTP release the GIL). The pool is made
+    per process: a pool inherited through fork has no threads behind it."""
+    global _query_pool
+    with _lock:
+        if _query_pool is None or _query_pool[0] != os.getpid():
+            _query_pool = (os.getpid(), ThreadPoolExecutor(QUERY_THREADS, thread_name_prefix="query-embed"))
+        pool = _query_pool[1]
+    return pool.submit(embed_query, text)
 
 
 def current_model_name() -> str | None:

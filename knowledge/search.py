@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from django.db import connection, transaction
 
 from brain.logs import log_op
-from knowledge.embeddings import EmbeddingUnavailable, embed_query
+from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
 from knowledge.term_stats import TermStats, generating_terms, term_stats
 
@@ -134,7 +135,6 @@ class CandidateSet:
 
 
 _EMPTY_VEC = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS dist WHERE false"
-_EMPTY_FTS = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS score WHERE false"
 
 
 def _long_row_penalty(b: str, length: str, long: str) -> str:
@@ -233,10 +233,16 @@ def _weights_cte() -> str:
                            ELSE 1 END AS sv FROM conf)"""  # noqa: S608 - constants and fixed SQL only
 
 
-def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool, exact: bool) -> str:
+def _fts_list_sql(table: str, scope: Scope) -> str:
+    return f"WITH {_fts_ctes(table, scope)} SELECT id, rnk, score FROM fts"  # noqa: S608
+
+
+def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool) -> str:
+    """The fusion: the vector list ranked here, the full-text list as the arrays its own statement returned."""
     return f"""
     WITH vec AS ({_vec_cte(table, scope, exact=exact) if use_vec else _EMPTY_VEC}),
-    {_fts_ctes(table, scope) if use_fts else f"fts AS ({_EMPTY_FTS})"},
+    fts AS (SELECT * FROM unnest(%(fts_id)s::uuid[], %(fts_rnk)s::bigint[], %(fts_score)s::float8[])
+            AS f(id, rnk, score)),
     {_weights_cte()},
     fused AS (
         SELECT COALESCE(vec.id, fts.id) AS fused_id, vec.rnk AS vec_rank, vec.dist AS vec_distance,
@@ -248,57 +254,84 @@ def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, use_fts: bool
     ORDER BY rrf DESC, t.id LIMIT %(n)s"""  # noqa: S608
 
 
-def _query_vector(text: str, mode: Mode) -> tuple[list[float] | None, str, str]:
+def _query_vector(embedding: Future[tuple[list[float], str]] | None) -> tuple[list[float] | None, str, str]:
     """The query vector and model, or None with the reason when vectors cannot be used."""
-    if mode == "fts":
+    if embedding is None:
         return None, "", ""
     try:
-        vector, model = embed_query(text)
+        vector, model = embedding.result()
     except EmbeddingUnavailable as exc:
         log_op(logger, "retrieval.fts_only", level=logging.WARNING, reason=str(exc)[:200])
         return None, "", str(exc)
     return vector, model, ""
 
 
+@dataclass
+class _FtsList:
+    """The full-text list: ids, ranks and scores, in rank order."""
+
+    ids: list[Any] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+
+
+def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: _Scoped, fusion: Fusion) -> _FtsList:
+    params = {**scope.params, "qtext": query, "scope_n": scoped.rows, "n": fusion.candidates,
+              "ftslonglex": max(fusion.fts_long_lexemes, 1),
+              "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0, **_fts_terms(scoped, fusion)}
+    cursor.execute(_fts_list_sql(table, scope), params)
+    rows = cursor.fetchall()
+    return _FtsList([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+
+
 def hybrid_candidates(
     *, table: str, columns: str, scope: Scope, query: str, mode: Mode, fusion: Fusion
 ) -> CandidateSet:
-    """Top `fusion.candidates` rows of `table` inside `scope`, fused by RRF; falls back to FTS alone."""
+    """Top `fusion.candidates` rows of `table` inside `scope`, fused by RRF; falls back to FTS alone.
+
+    The model embeds the query on a pool thread while this thread ranks the full-text list in PostgreSQL (one
+    statement); the fusion statement then ranks the vector list and fuses it with the full-text list's rows.
+    Both halves cost a few milliseconds, so a hybrid search waits for the longer one instead of their sum."""
     started = time.perf_counter()
-    vector, model, notice = _query_vector(query, mode)
-    embedded = time.perf_counter()
-    use_vec = vector is not None
-    use_fts = mode != "vector" or not use_vec
-    retrieval = mode if (use_vec or mode == "fts") else "fts_only"
-    weight_v = fusion.weight_vector if use_vec else 0.0
-    weight_f = fusion.weight_fts if use_fts else 0.0
-    params = {
-        **scope.params, "qtext": query, "qvec": _vector_literal(vector), "qmodel": model,
-        "n": fusion.candidates, "maxdist": fusion.max_distance, "k": float(fusion.rrf_k),
-        "wv": weight_v, "wf": weight_f, "longlex": max(fusion.vector_long_lexemes, 1),
-        "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
-        "ftslonglex": max(fusion.fts_long_lexemes, 1),
-        "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0,
-        "adaptive": fusion.adaptive and use_vec and use_fts,
-    }
+    embedding = embed_query_soon(query) if mode != "fts" else None
     with transaction.atomic(), connection.cursor() as cursor:
-        stats = term_stats(table)
-        scope_n, exact = _scope_rows(cursor, table, scope, stats, fusion.exact_rows)
-        sql = _sql(table, columns, scope, use_vec=use_vec, use_fts=use_fts, exact=exact)
-        params["scope_n"] = scope_n
-        if use_fts:
-            params.update(_fts_terms(cursor, query, stats, scope_n, exact, fusion))
-        if use_vec and not exact:
+        scoped = _scoped(cursor, table, scope, query, fusion.exact_rows)
+        fts = _fts_list(cursor, table, scope, query, scoped, fusion) if mode != "vector" else _FtsList()
+        waiting = time.perf_counter()
+        vector, model, notice = _query_vector(embedding)
+        waited = time.perf_counter() - waiting
+        use_vec = vector is not None
+        if not use_vec and mode == "vector":  # no vectors after all: the full-text list stands in
+            fts = _fts_list(cursor, table, scope, query, scoped, fusion)
+        use_fts = mode != "vector" or not use_vec
+        params = _fusion_params(scope, fusion, vector, model, use_fts=use_fts) | {
+            "fts_id": fts.ids, "fts_rnk": fts.ranks, "fts_score": fts.scores}
+        if use_vec and not scoped.exact:
             # Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8). Both settings
             # are transaction-local (like SET LOCAL) and sent in one round trip.
             cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                            "set_config('hnsw.ef_search', %s, true)", [str(max(40, int(fusion.candidates)))])
-        cursor.execute(sql, params)
+        cursor.execute(_sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact), params)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-    rrf_max = _rrf_max(weight_v, weight_f, fusion, adaptive=params["adaptive"])
-    timings = {"embed": round((embedded - started) * 1000, 3), "sql": round((time.perf_counter() - embedded) * 1000, 3)}
+    retrieval = mode if (use_vec or mode == "fts") else "fts_only"
+    rrf_max = _rrf_max(params["wv"], params["wf"], fusion, adaptive=params["adaptive"])
+    total = time.perf_counter() - started
+    timings = {"model_wait": round(waited * 1000, 3), "sql": round((total - waited) * 1000, 3)}
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
+
+
+def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, model: str, *,
+                   use_fts: bool) -> dict[str, Any]:
+    use_vec = vector is not None
+    return {
+        **scope.params, "qvec": _vector_literal(vector), "qmodel": model, "n": fusion.candidates,
+        "maxdist": fusion.max_distance, "k": float(fusion.rrf_k),
+        "wv": fusion.weight_vector if use_vec else 0.0, "wf": fusion.weight_fts if use_fts else 0.0,
+        "longlex": max(fusion.vector_long_lexemes, 1),
+        "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
+        "adaptive": fusion.adaptive and use_vec and use_fts,
+    }
 
 
 def _rrf_max(weight_v: float, weight_f: float, fusion: Fusion, *, adaptive: bool) -> float:
@@ -310,28 +343,40 @@ def _rrf_max(weight_v: float, weight_f: float, fusion: Fusion, *, adaptive: bool
     return ((2 - SHAPE_FLOOR) * high + SHAPE_FLOOR * low) / (fusion.rrf_k + 1)
 
 
-def _scope_rows(cursor: Any, table: str, scope: Scope, stats: TermStats, limit: int) -> tuple[float, bool]:
-    """The scope's row count and whether it is small enough (`limit` rows) for exact search. A scope the
-    statistics put well above the limit is not counted; a smaller one is counted, at most `limit` + 1
-    rows (the scope's own indexes, a few milliseconds)."""
+@dataclass(frozen=True)
+class _Scoped:
+    """What both lists need to know of the scope and of the query, read in one round trip (`_scoped`)."""
+
+    stats: TermStats
+    rows: float  # the scope's rows: counted when small, else the statistics' estimate
+    exact: bool  # at most `Fusion.exact_rows` rows: searched exactly
+    lexemes: list[str]  # the query's
+
+
+def _scoped(cursor: Any, table: str, scope: Scope, query: str, limit: int) -> _Scoped:
+    """The query's lexemes and the scope's size. A scope the statistics put well above the limit is not counted;
+    a smaller one is counted, at most `limit` + 1 rows (the scope's own indexes, a few milliseconds)."""
+    stats = term_stats(table)
     estimate = stats.scope_rows(scope.project_ids, unassigned=scope.unassigned)
-    if limit <= 0 or estimate > 4 * limit:
-        return estimate, False
-    cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s",  # noqa: S608
-                   scope.params)
-    counted = float(cursor.fetchone()[0])
-    return (counted, True) if counted <= limit else (max(estimate, counted), False)
+    counting = limit > 0 and estimate <= 4 * limit
+    count = (f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
+             if counting else "NULL")
+    cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s)), {count}",
+                   {**scope.params, "qtext": query})
+    lexemes, counted = cursor.fetchone()
+    if counted is None:
+        return _Scoped(stats, estimate, False, list(lexemes))
+    exact = counted <= limit
+    return _Scoped(stats, float(counted) if exact else max(estimate, float(counted)), exact, list(lexemes))
 
 
-def _fts_terms(cursor: Any, query: str, stats: TermStats, scope_n: float, exact: bool,
-               fusion: Fusion) -> dict[str, Any]:
+def _fts_terms(scoped: _Scoped, fusion: Fusion) -> dict[str, Any]:
     """The query's lexemes (all of them score), the ones that generate candidates (all of them in a small
     scope, else the rarer ones), the pool cap, and each lexeme's estimated rows in the scope, which stands
     in for its count in a capped pool (0: the pool holds every matching row, its own count is exact)."""
-    cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %s))", [query])
-    lexemes = list(cursor.fetchone()[0])
-    generating = lexemes if exact else generating_terms(lexemes, stats, fusion.fts_postings, scope_n)
-    estimates = [0.0 if exact else stats.lexeme_share(lex) * scope_n for lex in lexemes]
+    lexemes, stats, rows, exact = scoped.lexemes, scoped.stats, scoped.rows, scoped.exact
+    generating = lexemes if exact else generating_terms(lexemes, stats, fusion.fts_postings, rows)
+    estimates = [0.0 if exact else stats.lexeme_share(lex) * rows for lex in lexemes]
     cap = max(fusion.exact_rows, FTS_SCAN_CAP) if exact else FTS_SCAN_CAP
     return {"lexemes": lexemes, "lex_df": estimates, "fts_cap": cap,
             "tsq_gen": " | ".join(map(_tsquery_lexeme, generating)) or None}

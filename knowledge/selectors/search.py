@@ -16,6 +16,7 @@ from knowledge.models import DECAY_FLOOR, REVIEW_USABLE_SQL, KnowledgeType
 from knowledge.scoring import Context, Weights, cut, rescore_candidates
 from knowledge.search import CandidateSet, Fusion, Mode, Scope, hybrid_candidates
 from knowledge.selectors.review import author_labels
+from projects.models import Project
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible, projects_visible
 
@@ -82,10 +83,14 @@ def others_discounted(found: CandidateSet, *, viewer_id: uuid.UUID) -> None:
             cand.row["confidence"] = round(float(cand.row["confidence"]) * OTHERS_CONFIDENCE, 4)
 
 
-def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None = None) -> Scope:
+def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None = None,
+                    project: Project | None = None) -> Scope:
     """Rows the caller may retrieve: visible projects' rows plus the caller's own project-less rows,
-    narrowed to one visible project when given; never deleted, superseded, decayed out or action items."""
-    if project_id is not None:
+    narrowed to one visible project when given; never deleted, superseded, decayed out or action items.
+    `project`: one the caller has just resolved as visible to `principal` (a session's open), not read again."""
+    if project is not None:
+        project_ids = [project.id]
+    elif project_id is not None:
         project_ids = [project_visible(principal=principal, project_id=project_id).id]
     else:
         project_ids = list(projects_visible(principal=principal).values_list("id", flat=True))
@@ -104,10 +109,13 @@ def knowledge_search(
     *, principal: Principal, query: str, limit: int = 5, project_id: uuid.UUID | str | None = None,
     types: list[str] | None = None, framework: str = "", language: str = "", mode: Mode = "hybrid",
     explain: bool = False, weights: Weights | None = None, fusion: Fusion | None = None,
+    project: Project | None = None,
 ) -> KnowledgeSearchResult:
-    """The best `limit` items for `query` in the caller's scope, re-scored, floored and diversified."""
+    """The best `limit` items for `query` in the caller's scope, re-scored, floored and diversified.
+    `project` stands for `project_id` when the caller has just resolved it as visible (`knowledge_scope`)."""
     text_storable(query=query, types=types, framework=framework, language=language)
-    scope = knowledge_scope(principal=principal, project_id=project_id)
+    project_id = project.id if project is not None else project_id
+    scope = knowledge_scope(principal=principal, project_id=project_id, project=project)
     if types:
         scope = scope.narrowed("t.type = ANY(%(types)s)", types=list(types))
     weights = weights or Weights.from_settings()

@@ -64,12 +64,12 @@ class Retrieved:
 def knowledge_inject(
     *, principal: Principal, prompt: str, project_id: uuid.UUID | None, session: Session | None = None,
     limit: int = INJECT_TOP, framework: str = "", language: str = "", budget_tokens: int | None = None,
-    explain: bool = False,
+    explain: bool = False, project: Project | None = None,
 ) -> Retrieved:
     """The top rows for `prompt` (in one project when given), rendered within the token budget and, with a
-    session, recorded on it as injected."""
+    session, recorded on it as injected. `project`: one just resolved as visible, in place of `project_id`."""
     found = knowledge_search(principal=principal, query=prompt, limit=limit, project_id=project_id,
-                             framework=framework, language=language, explain=explain)
+                             framework=framework, language=language, explain=explain, project=project)
     budget = budget_tokens or injection_budget()
     kept, floored = above_floor(found.hits, excluded=_other_stack(prompt, framework, found.hits))
     injection = build_injection(as_injectable(kept), budget=budget)
@@ -126,7 +126,7 @@ def session_open(
     relevant, notice = None, ""
     if prompt.strip():
         relevant = _soft("start.inject_failed", lambda: knowledge_inject(
-            principal=principal, prompt=prompt, project_id=resolved.project.pk, framework=framework,
+            principal=principal, prompt=prompt, project_id=None, project=resolved.project, framework=framework,
             language=language).injection, {"project": str(resolved.project.pk)[:8]})
         notice = (relevant.notice or (NO_MATCH if not relevant.ids else "")) if relevant is not None else ""
         if relevant is not None and not relevant.ids:

@@ -110,10 +110,11 @@ def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple
     started, opened = _call(mcp, session, "brain_start_session", {"clientType": "t", "prompt": PROMPT})
     injected = (started.get("relevantKnowledge") or {}).get("knowledgeIds", [])
     assert injected, started  # the counts below are those of an open that injects
-    # auth+count, project, search (BEGIN, 4 reads, COMMIT), then one transaction for the session INSERT, prompt
-    # event INSERT and injected rows INSERT (BEGIN ... COMMIT: one flush), action items: 14 (19 before issue 17's
+    # auth+count, project, search (BEGIN, the scope's size with the query's lexemes, the full-text list, the fusion,
+    # COMMIT; the project resolved above is not read again), then one transaction for the session INSERT, prompt
+    # event INSERT and injected rows INSERT (BEGIN ... COMMIT: one flush), action items: 13 (19 before issue 17's
     # second pass; three commits that wait for the disk until its fourth; the rows' stacks read apart until then).
-    assert len(opened) == 14, [s[:80] for s in opened]
+    assert len(opened) == 13, [s[:80] for s in opened]
     assert [s.split()[0] for s in opened[-6:]] == ["BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT", "SELECT"]
     learning = {"trigger": "pytest fixtures", "rule": "yield the connection and close it in finally",
                 "rationale": "it leaked", "type": "heuristic"}
