@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from brain.broker import sends_flush
 from brain.cli import prepare_database
 from brain.config import runtime_config
 from projects.models import ApiToken, Project, User
@@ -67,6 +68,13 @@ def _inline_knowledge_vectors(settings: Any) -> None:
     """Knowledge rows embedded before their insert, so assertions on vectors need no waiting; the batched default
     has its own tests (tests/knowledge/test_knowledge_vectors.py), which set "batched" themselves."""
     settings.BRAIN_KNOWLEDGE_VECTORS = "inline"
+
+
+@pytest.fixture(autouse=True)
+def _broker_sends_drained() -> Iterator[None]:
+    """Jobs a test's closes queued for the sender thread go out before the next test changes the broker."""
+    yield
+    assert sends_flush(timeout=60)
 
 
 _TOPICS = ["React forms", "Django views", "pnpm workspaces", "Python logging", "TypeScript types", "SQL migrations",

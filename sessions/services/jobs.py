@@ -1,8 +1,9 @@
 """Jobs owed to closed sessions: recorded with the close, claimed once, finished once, re-sent if lost.
 
 Whoever closes a session calls `session_jobs_schedule(session=...)` inside the close transaction. The
-rows commit with the close; the broker messages are sent after commit and a broker outage only leaves
-the rows pending, for `session_jobs_requeue` (beat, every minute) to send again later.
+rows commit with the close; the broker messages are sent after commit, from the process's sender thread
+(`brain.broker.send_soon`), and a broker outage or a process that dies first only leaves the rows pending,
+for `session_jobs_requeue` (beat, every minute) to send again later.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from brain.broker import Message, no_mark, send_quick
+from brain.broker import Message, no_mark, send_quick, send_soon
 from brain.config import overridden
 from brain.errors import ValidationFailed
 from brain.logs import log_op
@@ -99,7 +100,8 @@ def session_jobs_schedule(*, session: Session) -> list[SessionJob]:
     # One statement: a repeat records nothing twice and gets the rows recorded before.
     jobs = sorted(_jobs_upsert(session), key=lambda job: list(JOB_TASKS).index(job.name))
     pending = [job for job in jobs if job.status == JobStatus.PENDING]
-    transaction.on_commit(lambda: _send_jobs(pending))
+    # Sent from the sender thread once the rows are committed: the close answers without the broker's round trips.
+    transaction.on_commit(lambda: send_soon(_job_messages(pending), op="jobs.enqueue_failed"))
     return jobs
 
 
@@ -113,18 +115,18 @@ def _mark_sent(job_ids: list[uuid.UUID]) -> None:
 
 
 def _send(job_ids: list[uuid.UUID]) -> int:
-    return _send_jobs(list(SessionJob.objects.filter(id__in=job_ids).only("id", "name", "session_id")))
+    jobs = list(SessionJob.objects.filter(id__in=job_ids).only("id", "name", "session_id"))
+    return send_quick(_job_messages(jobs), op="jobs.enqueue_failed")
 
 
-def _send_jobs(jobs: list[SessionJob]) -> int:
+def _job_messages(jobs: list[SessionJob]) -> list[Message]:
     # A broker outage leaves the rows pending (never fails the caller); the requeue task sends them later.
     # The jobs are stamped sent together once the last message went out; after a partial send the sweep sends
     # them all again (the claim makes a repeat a no-op).
     last, ids = len(jobs) - 1, [job.id for job in jobs]
     marks = [partial(_mark_sent, ids) if n == last else no_mark for n in range(len(jobs))]
-    messages = [Message(JOB_TASKS[job.name], (str(job.session_id),), mark)
-                for job, mark in zip(jobs, marks, strict=True)]
-    return send_quick(messages, op="jobs.enqueue_failed")
+    return [Message(JOB_TASKS[job.name], (str(job.session_id),), mark) for job, mark in zip(jobs, marks, strict=True)]
+
 
 
 def session_jobs_requeue(*, now: datetime | None = None) -> int:

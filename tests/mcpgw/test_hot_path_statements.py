@@ -11,6 +11,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from brain.broker import sends_flush
 from knowledge.services.knowledge_vectors import KNOWLEDGE_BATCHER
 from sessions.models import Session, SessionEvent, SessionJob
 from sessions.services.event_vectors import EVENT_BATCHER
@@ -19,12 +20,12 @@ from tests.mcpgw.conftest import Mcp, call_tool, error_of
 
 pytestmark = pytest.mark.django_db(transaction=True)  # autocommit, as in production: BEGIN/COMMIT are counted
 PROMPT = "fix the flaky pytest fixture that leaks database connections"
-# After the commit the close sends its two jobs and stamps them sent; the broker decides how fast, not the close.
-AFTER_COMMIT = 'UPDATE "agent_sessions_sessionjob" SET "enqueued_at"'
+# After the commit the close's two jobs are sent and stamped sent by the process's sender thread, not the request.
+SENT_STAMP = 'UPDATE "agent_sessions_sessionjob" SET "enqueued_at"'
 
 
 def _statements(queries: CaptureQueriesContext) -> list[str]:
-    return [q["sql"] for q in queries.captured_queries if AFTER_COMMIT not in q["sql"]]
+    return [q["sql"] for q in queries.captured_queries]
 
 
 def _settle() -> None:
@@ -126,6 +127,9 @@ def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple
     # the rows), session UPDATE, COMMIT: 13 (32 before issue 17, 16 before the credit and the jobs became one
     # statement each).
     assert len(closed) == 13, [s[:80] for s in closed]
+    assert not any(SENT_STAMP in s for s in closed)  # the broker's round trips are not the close's
+    assert sends_flush() and SessionJob.objects.filter(session_id=started["sessionId"], enqueued_at__isnull=False
+                                                       ).count() == 2
     assert sum('UPDATE "knowledge_knowledgeitem"' in s for s in closed) == 1
     assert SessionJob.objects.filter(session_id=started["sessionId"]).count() == 2
     assert SessionEvent.objects.filter(session_id=started["sessionId"], event_type="learning_captured").count() == 1

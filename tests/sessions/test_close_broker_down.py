@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from brain.broker import sends_flush
 from brain.celery import app
 from knowledge.guard_models import DreamRun
 from knowledge.models import KnowledgeItem
@@ -71,6 +72,7 @@ def test_report_outcome_with_the_broker_down_closes_and_its_jobs_run_once_it_is_
         assert time.monotonic() - began < 30  # the close never waits out the broker's retry loop
         assert closed["sessionId"] == session_id and closed["alreadyClosed"] is False
         assert Session.objects.get(id=session_id).ended_at is not None
+        assert sends_flush()  # the sender thread tried the broker (refused) and left the jobs pending
         jobs = SessionJob.objects.filter(session_id=session_id)
         assert {(j.name, j.status, j.enqueued_at) for j in jobs} == {
             ("extract", JobStatus.PENDING, None), ("autoskill", JobStatus.PENDING, None)}

@@ -11,6 +11,7 @@ import pytest
 from celery.schedules import crontab
 from django.utils import timezone
 
+from brain.broker import sends_flush
 from brain.celery import app
 from brain.errors import ValidationFailed
 from knowledge.models import KnowledgeItem
@@ -122,13 +123,13 @@ def test_scheduling_again_returns_the_recorded_jobs_and_sends_only_pending_ones(
                                                                                tenant_b: Tenant) -> None:
     session = closed_session(user=tenant_a.user, project=tenant_a.project, prompt="repeat")
     first = session_jobs_schedule(session=session)
-    assert [job.name for job in first] == list(JOB_TASKS)
+    assert [job.name for job in first] == list(JOB_TASKS) and sends_flush()
     SessionJob.objects.filter(session=session, name="autoskill").update(status=JobStatus.DONE, enqueued_at=None)
     SessionJob.objects.filter(session=session, name="extract").update(enqueued_at=None)
     again = session_jobs_schedule(session=session)  # one statement: recorded rows come back as they are
     assert [(job.id, job.name, job.status) for job in again] == [
         (first[0].id, "extract", JobStatus.PENDING), (first[1].id, "autoskill", JobStatus.DONE)]
-    assert SessionJob.objects.filter(session=session).count() == 2
+    assert SessionJob.objects.filter(session=session).count() == 2 and sends_flush()
     sent = dict(SessionJob.objects.filter(session=session).values_list("name", "enqueued_at"))
     assert sent["extract"] is not None and sent["autoskill"] is None  # the done job was not sent again
     assert not SessionJob.objects.filter(user=tenant_b.user).exists()

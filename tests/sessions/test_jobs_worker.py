@@ -20,6 +20,7 @@ import redis
 from django.conf import settings
 from django.test import override_settings
 
+from brain.broker import sends_flush
 from brain.celery import app
 from knowledge.models import KnowledgeItem
 from sessions.models import JobStatus, Session, SessionJob
@@ -58,6 +59,7 @@ def sending_to(url: str) -> Iterator[None]:
     try:
         yield
     finally:
+        sends_flush(timeout=60)  # what the block's closes queued goes to its broker
         app.conf.broker_url, app.conf.broker_transport_options = old_url, old_options
         _reset_producers()
 
@@ -113,7 +115,7 @@ def test_closed_session_yields_knowledge_through_redis_and_a_worker(
 ) -> None:
     with sending_to(REDIS_URL), worker(REDIS_URL, tmp_path):
         session = _close_with_correction(tenant_a)
-        assert _job(session).enqueued_at is not None
+        assert sends_flush() and _job(session).enqueued_at is not None
         wait_for(lambda: _job(session).status == JobStatus.DONE, "the extract job")
         wait_for(lambda: SessionJob.objects.get(session=session, name="autoskill").status == JobStatus.DONE,
                  "the autoskill job")
