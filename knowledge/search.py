@@ -1,9 +1,10 @@
 """The hybrid search core shared by knowledge and session-event search.
 
-One SQL statement ranks a scoped candidate set twice, by pgvector cosine distance (HNSW) and by
-full-text rank (GIN, `websearch_to_tsquery` turned into an any-term query), and fuses the two ranked lists
-by weighted reciprocal rank (RRF). Scope and eligibility are part of both WHERE clauses, so nothing
-the caller may not see is ever ranked. Re-scoring happens afterwards in `knowledge.scoring`.
+A scoped candidate set is ranked twice, by full-text rank (GIN, `websearch_to_tsquery` turned into an any-term
+query, Okapi BM25; one statement, run while the model embeds the query) and by pgvector cosine distance (HNSW), and
+the two ranked lists are fused by weighted reciprocal rank (RRF) in a second statement. Scope and eligibility are
+part of both WHERE clauses, so nothing the caller may not see is ever ranked. Re-scoring happens afterwards in
+`knowledge.scoring`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The full-text list scores each candidate by Okapi BM25, which needs the row's le
 time, that unnested every candidate's whole tsvector: at 100,000 rows about half of the full-text list's time
 (docs/benchmarks.md). `brain_tsvector_tokens` sums a tsvector's position counts (a lexeme without positions
 counts once), exactly what the query summed. A generated column may not read another generated column, so
-`search_tokens` repeats the `search_vector` expression; adding it rewrites the table once.
+`search_tokens` repeats the `search_vector` expression. Adding it rewrites the table and rebuilds its indexes
+once, under an exclusive lock (the HNSW graph too: about two minutes for a million rows on two cores).
 """
 
 from django.db import migrations, models
