@@ -128,7 +128,6 @@ def _job_messages(jobs: list[SessionJob]) -> list[Message]:
     return [Message(JOB_TASKS[job.name], (str(job.session_id),), mark) for job, mark in zip(jobs, marks, strict=True)]
 
 
-
 def session_jobs_requeue(*, now: datetime | None = None) -> int:
     """Sends again every job that never reached the broker, waits too long, or whose worker died mid-run."""
     now = now or timezone.now()
