@@ -296,7 +296,7 @@ def hybrid_candidates(
     started = time.perf_counter()
     embedding = embed_query_soon(query) if mode != "fts" else None
     with transaction.atomic(), connection.cursor() as cursor:
-        scoped = _scoped(cursor, table, scope, query, fusion.exact_rows)
+        scoped = _scoped(cursor, table, scope, query, fusion)
         fts = _fts_list(cursor, table, scope, query, scoped, fusion) if mode != "vector" else _FtsList()
         waiting = time.perf_counter()
         vector, model, notice = _query_vector(embedding)
@@ -307,11 +307,8 @@ def hybrid_candidates(
         use_fts = mode != "vector" or not use_vec
         params = _fusion_params(scope, fusion, vector, model, use_fts=use_fts) | {
             "fts_id": fts.ids, "fts_rnk": fts.ranks, "fts_score": fts.scores}
-        if use_vec and not scoped.exact:
-            # Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8). Both settings
-            # are transaction-local (like SET LOCAL) and sent in one round trip.
-            cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                           "set_config('hnsw.ef_search', %s, true)", [str(max(40, int(fusion.candidates)))])
+        if use_vec and not scoped.exact and not scoped.hnsw_set:
+            cursor.execute(f"SELECT {_HNSW_SETTINGS}", {"ef": _ef_search(fusion)})
         cursor.execute(_sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact), params)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
@@ -352,21 +349,33 @@ class _Scoped:
     rows: float  # the scope's rows: counted when small, else the statistics' estimate
     exact: bool  # at most `Fusion.exact_rows` rows: searched exactly
     lexemes: list[str]  # the query's
+    hnsw_set: bool = False  # the HNSW scan settings came with the read (a scope too large to count)
 
 
-def _scoped(cursor: Any, table: str, scope: Scope, query: str, limit: int) -> _Scoped:
-    """The query's lexemes and the scope's size. A scope the statistics put well above the limit is not counted;
-    a smaller one is counted, at most `limit` + 1 rows (the scope's own indexes, a few milliseconds)."""
-    stats = term_stats(table)
+# Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8); `ef_search` is at least the
+# rows wanted. Both settings are transaction-local (like SET LOCAL).
+_HNSW_SETTINGS = ("set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                  "set_config('hnsw.ef_search', %(ef)s, true)")
+
+
+def _ef_search(fusion: Fusion) -> str:
+    return str(max(40, int(fusion.candidates)))
+
+
+def _scoped(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusion) -> _Scoped:
+    """The query's lexemes and the scope's size. A scope the statistics put well above `exact_rows` is not
+    counted, and the HNSW settings come with this read (its vector list will walk the index); a smaller one is
+    counted, at most `exact_rows` + 1 rows (the scope's own indexes, a few milliseconds)."""
+    stats, limit = term_stats(table), fusion.exact_rows
     estimate = stats.scope_rows(scope.project_ids, unassigned=scope.unassigned)
     counting = limit > 0 and estimate <= 4 * limit
-    count = (f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
-             if counting else "NULL")
-    cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s)), {count}",
-                   {**scope.params, "qtext": query})
-    lexemes, counted = cursor.fetchone()
+    extra = (f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
+             if counting else f"NULL, {_HNSW_SETTINGS}")
+    cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s)), {extra}",
+                   {**scope.params, "qtext": query, "ef": _ef_search(fusion)})
+    lexemes, counted = cursor.fetchone()[:2]
     if counted is None:
-        return _Scoped(stats, estimate, False, list(lexemes))
+        return _Scoped(stats, estimate, False, list(lexemes), hnsw_set=True)
     exact = counted <= limit
     return _Scoped(stats, float(counted) if exact else max(estimate, float(counted)), exact, list(lexemes))
 

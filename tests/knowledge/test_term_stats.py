@@ -105,3 +105,22 @@ def test_lexemes_with_tsquery_syntax_are_quoted(tenant_a: Tenant, tenant_b: Tena
     result = knowledge_search(principal=tenant_a.principal, query=text, mode="fts")
     assert [hit.id for hit in result.hits] == [item.id]
     assert knowledge_search(principal=tenant_b.principal, query=text, mode="fts").hits == []
+
+
+@pytest.mark.parametrize(("exact_rows", "walks_the_index"), [(0, True), (10_000, False)])
+def test_a_scope_too_large_to_count_walks_the_index_with_iterative_scans(
+    tenant_a: Tenant, tenant_b: Tenant, analysed: None, exact_rows: int, walks_the_index: bool
+) -> None:
+    """The HNSW settings ride on the search's first read when the scope is too large to count; they are
+    transaction-local, so inside the test's transaction they can be read back after the search."""
+    found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes", mode="hybrid",
+                              scope=knowledge_scope(principal=tenant_a.principal),
+                              fusion=Fusion(candidates=60, exact_rows=exact_rows))
+    assert found.retrieval == "hybrid" and found.candidates
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('hnsw.iterative_scan', true), current_setting('hnsw.ef_search', true)")
+        settings = cursor.fetchone()
+    assert (settings == ("relaxed_order", "60")) is walks_the_index, settings
+    theirs = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes", mode="hybrid",
+                               scope=knowledge_scope(principal=tenant_b.principal), fusion=Fusion(exact_rows=0))
+    assert len(theirs.candidates) == 3 and all("kubernetes" in c.row["content"] for c in theirs.candidates)
