@@ -11,7 +11,6 @@ import logging
 import os
 import queue
 import threading
-import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 from celery import current_app
 
 from brain.logs import log_op
+from brain.process_queue import ProcessQueue
 
 logger = logging.getLogger(__name__)
 
@@ -110,59 +110,30 @@ def send_quick(messages: Sequence[Message], *, op: str) -> int:
 SOON_QUEUE_MAX = 1000
 
 
-class _Sender:
-    """This process's thread that sends what requests recorded, so a request answers once its rows commit
-    instead of after the broker's round trips too (`send_soon`). Started on first use, again after a fork."""
+def _send_queued(pending: queue.Queue[tuple[Sequence[Message], str]]) -> None:
+    from django.db import close_old_connections, connections
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.pid = 0
-        self.queue: queue.Queue[tuple[Sequence[Message], str]] = queue.Queue(maxsize=SOON_QUEUE_MAX)
-
-    def submit(self, messages: Sequence[Message], op: str) -> bool:
-        if self.pid != os.getpid():
-            with self.lock:
-                if self.pid != os.getpid():
-                    self.queue = queue.Queue(maxsize=SOON_QUEUE_MAX)
-                    threading.Thread(target=self._run, name="broker-sender", daemon=True).start()
-                    self.pid = os.getpid()
+    while True:
+        messages, op = pending.get()
         try:
-            self.queue.put_nowait((messages, op))
-        except queue.Full:
-            return False
-        return True
-
-    def _run(self) -> None:
-        from django.db import close_old_connections, connections
-
-        while True:
-            messages, op = self.queue.get()
-            try:
-                close_old_connections()
-                send_quick(messages, op=op)  # logs and swallows broker failures; `on_sent` stamps rows
-            except Exception as exc:  # a stamp that failed: the sweep sends again, which the claim makes one run
-                log_op(logger, op, level=logging.WARNING, reason=f"{type(exc).__name__}: {str(exc)[:200]}")
-                connections.close_all()
-            finally:
-                if self.queue.empty():
-                    connections.close_all()  # idle: hold no connection (a test database must be droppable)
-                self.queue.task_done()
-
-    def flush(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self.pid == os.getpid() and self.queue.unfinished_tasks and time.monotonic() < deadline:
-            time.sleep(0.005)
-        return self.pid != os.getpid() or not self.queue.unfinished_tasks
+            close_old_connections()
+            send_quick(messages, op=op)  # logs and swallows broker failures; `on_sent` stamps rows
+        except Exception as exc:  # a stamp that failed: the sweep sends again, which the claim makes one run
+            log_op(logger, op, level=logging.WARNING, reason=f"{type(exc).__name__}: {str(exc)[:200]}")
+            connections.close_all()
+        finally:
+            _SENDER.done()
 
 
-_SENDER = _Sender()
+# This process's sender: a request answers once its rows commit, not after the broker's round trips too.
+_SENDER: ProcessQueue[tuple[Sequence[Message], str]] = ProcessQueue("broker-sender", SOON_QUEUE_MAX, _send_queued)
 
 
 def send_soon(messages: Sequence[Message], *, op: str) -> None:
     """`send_quick` on this process's sender thread: for messages whose work is already recorded in committed
     rows, so a process that dies before sending loses nothing (the rows stay pending for the sweep). A full
     queue sends on the caller's thread."""
-    if messages and not _SENDER.submit(messages, op):
+    if messages and not _SENDER.put((messages, op)):
         send_quick(messages, op=op)
 
 

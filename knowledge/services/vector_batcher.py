@@ -10,9 +10,7 @@ backfill (`knowledge.services.backfill`, run by the Celery beat task `embed_pend
 from __future__ import annotations
 
 import logging
-import os
 import queue
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +19,7 @@ from typing import Any
 from django.db import close_old_connections, connections, transaction
 
 from brain.logs import log_failure, log_op
+from brain.process_queue import ProcessQueue
 from knowledge.embeddings import EmbeddingUnavailable, embed_texts, lower_thread_priority
 from knowledge.services.backfill import Target
 
@@ -32,16 +31,17 @@ GATHER_SECONDS = 0.02  # how long the thread waits for more ids once one arrived
 
 @dataclass
 class VectorBatcher:
-    """One queue and one daemon thread per process and target table (started on first use, after any fork)."""
+    """One queue and one daemon thread per process and target table (`brain.process_queue`)."""
 
     target: Target
     queue_max: int = QUEUE_MAX
     # Runs in the batcher's thread on the ids of each batch once their vectors are stored (e.g. a merge of
     # near-duplicates, which needs the vector the request did not wait for).
     after: Callable[[list[Any]], object] | None = None
-    _queue: queue.Queue[Any] = field(init=False)
-    _pid: int = field(default=0, init=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _ids: ProcessQueue[Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._ids = ProcessQueue(f"vectors-{self.target.label}", self.queue_max, self._run)
 
     def submit_after_commit(self, ids: list[Any]) -> None:
         """Queues `ids` once the current transaction commits (at once outside one)."""
@@ -49,49 +49,33 @@ class VectorBatcher:
             transaction.on_commit(lambda: self.submit(ids))
 
     def submit(self, ids: list[Any]) -> None:
-        self._ensure_thread()
         for pk in ids:
-            try:
-                self._queue.put_nowait(pk)
-            except queue.Full:
+            if not self._ids.put(pk):
                 log_op(logger, "vectors.queue_full", level=logging.WARNING, table=self.target.label,
                        dropped=len(ids), note="the backfill will embed them")
                 return
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Waits until every queued id has been processed; True when the queue drained in time."""
-        if self._pid != os.getpid():
-            return True
-        deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks and time.monotonic() < deadline:
-            time.sleep(0.005)
-        return not self._queue.unfinished_tasks
+        return self._ids.flush(timeout)
 
-    def _ensure_thread(self) -> None:
-        if self._pid == os.getpid():
-            return
-        with self._lock:
-            if self._pid != os.getpid():  # a forked child starts its own thread with its own queue
-                self._queue = queue.Queue(maxsize=self.queue_max)
-                threading.Thread(target=self._run, name=f"vectors-{self.target.label}", daemon=True).start()
-                self._pid = os.getpid()
-
-    def _gather(self) -> list[Any]:
-        ids = [self._queue.get()]
+    @staticmethod
+    def _gather(pending: queue.Queue[Any]) -> list[Any]:
+        ids = [pending.get()]
         deadline = time.monotonic() + GATHER_SECONDS
         while len(ids) < BATCH_MAX:
             try:
-                ids.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                ids.append(pending.get(timeout=max(0.0, deadline - time.monotonic())))
             except queue.Empty:
                 break
         return ids
 
-    def _run(self) -> None:
+    def _run(self, pending: queue.Queue[Any]) -> None:
         # Below the request threads: under load an event is acknowledged first and embedded with what CPU is left
         # (the queue absorbs the backlog; the backfill takes what overflows it).
         lower_thread_priority()
         while True:
-            ids = self._gather()
+            ids = self._gather(pending)
             try:
                 close_old_connections()
                 embed_rows(self.target, ids, background=True)
@@ -104,10 +88,7 @@ class VectorBatcher:
                 log_failure(logger, "vectors.batch_failed", exc, table=self.target.label, count=len(ids))
                 connections.close_all()
             finally:
-                if self._queue.empty():
-                    connections.close_all()  # idle: hold no connection (a test database must be droppable)
-                for _ in ids:
-                    self._queue.task_done()
+                self._ids.done(len(ids))
 
 
 def embed_rows(target: Target, ids: list[Any], *, background: bool = False) -> int:

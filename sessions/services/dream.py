@@ -5,9 +5,10 @@ Due when DREAM_WRITES knowledge writes happened in the scope since the last cycl
 (a scope that never dreamt is due once it has any write), and never twice within DREAM_MIN_GAP. What the
 jobs propose (consolidations, fades) waits in the review queue like any nightly proposal.
 
-The `DreamRun` row is the outbox: it commits with the decision, the three messages go out after commit, a
-broker outage leaves the row unsent for the beat sweep (`dream_runs_requeue`), and each job stamps the row
-when done so a message sent twice runs its job once (knowledge/services/dream_runs.py).
+The `DreamRun` row is the outbox: it commits with the decision, the three messages go out after commit (from the
+process's sender thread, `brain.broker.send_soon`), a broker outage leaves the row unsent for the beat sweep
+(`dream_runs_requeue`), and each job stamps the row when done so a message sent twice runs its job once
+(knowledge/services/dream_runs.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from brain.broker import Message, no_mark, send_quick
+from brain.broker import Message, no_mark, send_quick, send_soon
 from brain.logs import log_op
 from knowledge.guard_models import DreamRun
 from knowledge.models import KnowledgeItem
@@ -74,7 +75,9 @@ def dream_queue_if_due(*, owner: User, scope: NightlyScope, now: datetime | None
         if decision.due:
             run = DreamRun.objects.create(owner=owner, scope=scope.key, reason=decision.reason)
             DreamRun.objects.filter(pk=run.pk).update(created_at=instant)  # the decision's instant, not the clock's
-            transaction.on_commit(partial(_send, [run.pk]))
+            run.created_at = instant
+            # Sent from the sender thread once the run is committed, as a session close's jobs are.
+            transaction.on_commit(lambda: send_soon(_messages([run]), op="dream.enqueue_failed"))
     log_op(logger, "dream.decision", scope=scope.key[:16], due=decision.due, reason=decision.reason,
            writes=decision.writes)
     return decision
@@ -84,15 +87,20 @@ def _mark_sent(run_id: uuid.UUID) -> None:
     DreamRun.objects.filter(pk=run_id).update(enqueued_at=timezone.now())
 
 
-def _send(run_ids: list[uuid.UUID]) -> int:
+def _messages(runs: list[DreamRun]) -> list[Message]:
     """One message per unfinished job of each run; a run counts as sent once all of its messages went out."""
     messages: list[Message] = []
-    for run in DreamRun.objects.filter(pk__in=run_ids).order_by("created_at"):
+    for run in runs:
         todo = [(task, done) for task, done in DREAM_TASKS if getattr(run, done) is None]
         for n, (task, _) in enumerate(todo):
             mark = partial(_mark_sent, run.pk) if n == len(todo) - 1 else no_mark
             messages.append(Message(task, (run.scope, run.created_at.isoformat(), str(run.pk)), mark))
-    return send_quick(messages, op="dream.enqueue_failed")
+    return messages
+
+
+def _send(run_ids: list[uuid.UUID]) -> int:
+    runs = list(DreamRun.objects.filter(pk__in=run_ids).order_by("created_at"))
+    return send_quick(_messages(runs), op="dream.enqueue_failed")
 
 
 def dream_runs_requeue(*, now: datetime | None = None) -> int:

@@ -101,6 +101,7 @@ def test_cognibrain_session_end_with_the_broker_down_queues_the_dream_once_it_is
         _ok(cog, "cognibrain_memory_add", {"content": "Never edit dist/** (vite output); edit src/ instead"})
         ended = _ok(cog, "cognibrain_session_end", {"runDreamIfDue": True})
         assert ended["closed"] is True and ended["dreamQueued"] is True
+        assert sends_flush()  # the sender thread tried the broker (refused) and left the run pending
         run = DreamRun.objects.get(owner=tenant_a.user)
         assert (run.enqueued_at, run.evolved_at, run.decayed_at, run.crossed_at) == (None, None, None, None)
         assert dream_runs_requeue() == 0  # still down

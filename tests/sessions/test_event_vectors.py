@@ -60,9 +60,9 @@ def test_a_full_queue_drops_ids_and_the_backfill_catches_up(client: Client, tena
     assert EVENT_BATCHER.flush(timeout=60)
     SessionEvent.objects.filter(pk__in=ids).update(embedding=None, embedding_model="")
     stalled = VectorBatcher(EVENTS, queue_max=1)
-    stalled._queue, stalled._pid = queue.Queue(maxsize=1), os.getpid()  # a thread that never drains its queue
+    stalled._ids.queue, stalled._ids.pid = queue.Queue(maxsize=1), os.getpid()  # a thread that never drains it
     stalled.submit(ids)
-    assert stalled._queue.qsize() == 1
+    assert stalled._ids.queue.qsize() == 1
     assert "op=vectors.queue_full" in caplog.text
     assert event_vectors_backfill() == 4
     assert not SessionEvent.objects.filter(pk__in=ids, embedding__isnull=True).exists()
