@@ -209,6 +209,8 @@ BRAIN_EMBEDDINGS_DIMENSIONS = env_override("BRAIN_EMBEDDINGS_DIMENSIONS", int)
 BRAIN_EMBEDDINGS_TIMEOUT_S = env_override("BRAIN_EMBEDDINGS_TIMEOUT_S", float)
 BRAIN_EMBEDDINGS_BATCH_SIZE = env_override("BRAIN_EMBEDDINGS_BATCH_SIZE", int)
 BRAIN_EMBEDDINGS_MAX_TOKENS = env_override("BRAIN_EMBEDDINGS_MAX_TOKENS", int)  # local model input cut
+# Where the local model's quantized file is built once and kept (knowledge/local_model.py); unset: DATA_DIR/models.
+BRAIN_EMBEDDINGS_MODEL_DIR = env_override("BRAIN_EMBEDDINGS_MODEL_DIR", Path)
 BRAIN_EMBEDDER_CHECK = "knowledge.embeddings.embedder_health"
 # The semantic guard's warning threshold; unset: `brain guard calibrate`'s stored value, else 0.62 (docs/tools.md).
 BRAIN_GUARD_SEMANTIC_THRESHOLD = env_override("BRAIN_GUARD_SEMANTIC_THRESHOLD", float)

