@@ -47,7 +47,7 @@ def test_a_texts_vector_never_depends_on_what_it_was_embedded_with() -> None:
     batch = np.array(embedder.embed(texts))  # one text per core at once, each on a single-threaded session
     assert np.allclose(batch, np.array([embedder.embed([text])[0] for text in texts]), atol=1e-6)  # all threads
     assert np.array_equal(batch, np.array(embedder.embed(list(reversed(texts)))[::-1]))
-    # The vector batchers' own single-threaded session gives the request threads' vectors.
+    # The vector batchers' embedder (its own sessions, lowered-priority threads) gives the request threads' vectors.
     assert np.allclose(batch, np.array(get_embedder(background=True).embed(texts)), atol=1e-6)
     assert get_embedder() is get_embedder()  # loaded once per process
 

@@ -81,7 +81,7 @@ def test_the_batcher_embeds_below_the_requests_priority_with_the_same_vectors(cl
     # The model runs on the background embedder's own threads (one per core), lowered the same way.
     runners = [t for t in threading.enumerate() if t.name.startswith("embed-background")]
     assert runners and {os.getpriority(os.PRIO_PROCESS, t.native_id) for t in runners} == {mine + BACKGROUND_NICE}
-    # Its own single-threaded session of the same model: the stored vector is the one a request would compute.
+    # The background embedder is its own object; the vector it stored is the one a request would compute.
     assert get_embedder(background=True) is not get_embedder()
     stored = SessionEvent.objects.get(pk=event_id)
     vector, model = embed_query(text)
