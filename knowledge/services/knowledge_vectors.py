@@ -25,7 +25,7 @@ from pgvector.django import CosineDistance
 from brain.logs import log_op
 from knowledge.embeddings import current_model_name
 from knowledge.models import KnowledgeItem, KnowledgeType, review_usable_by
-from knowledge.services.backfill import Target
+from knowledge.services.backfill import Target, embeddings_backfill
 from knowledge.services.vector_batcher import BATCH_MAX, VectorBatcher, embed_rows
 
 logger = logging.getLogger("knowledge")
@@ -80,8 +80,10 @@ KNOWLEDGE_BATCHER = VectorBatcher(KNOWLEDGE, after=memory_duplicates_merge)
 
 
 def knowledge_vectors_backfill() -> int:
-    """Vectors for knowledge rows that have none (their batcher never ran), with the merge the batcher does."""
-    if current_model_name() is None:
+    """Vectors for knowledge rows that have none (their batcher never ran), with the merge the batcher does; then
+    new vectors for rows another model embedded (after an upgrade), which were merged when first embedded."""
+    model = current_model_name()
+    if model is None:
         return 0  # embeddings off or broken: nothing to do until they work again
     done, last = 0, None
     while True:
@@ -92,6 +94,7 @@ def knowledge_vectors_backfill() -> int:
         done += embed_rows(KNOWLEDGE, ids)
         memory_duplicates_merge(ids)
         last = ids[-1]
+    done += embeddings_backfill(target=KNOWLEDGE, model_name=model)
     if done:
         log_op(logger, "vectors.backfill", table=KNOWLEDGE.label, rows=done)
     return done

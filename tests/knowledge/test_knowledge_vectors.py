@@ -70,6 +70,24 @@ def test_rows_left_without_a_vector_are_embedded_by_the_beat_task(tenant_a: Tena
 
 
 @pytest.mark.django_db(transaction=True)
+def test_rows_another_model_embedded_get_this_models_vectors_from_the_beat_task(tenant_a: Tenant,
+                                                                               tenant_b: Tenant) -> None:
+    ids = [knowledge_teach(principal=p, rule=f"{RULE} (model {n})", project_id=str(t.project.id)).item.pk
+           for n, (t, p) in enumerate([(tenant_a, tenant_a.principal), (tenant_b, tenant_b.principal)])]
+    assert KNOWLEDGE_BATCHER.flush(timeout=60)
+    current = dict(KnowledgeItem.objects.filter(pk__in=ids).values_list("pk", "embedding_model"))
+    # As after an upgrade: the rows carry a vector of a model this process no longer runs.
+    KnowledgeItem.objects.filter(pk__in=ids).update(embedding_model="all-MiniLM-L6-v2-int8")
+    assert _ids(tenant_a.principal, "how to stabilise an intermittent socket test", "vector") == []
+    assert embed_pending_knowledge() == 2
+    assert dict(KnowledgeItem.objects.filter(pk__in=ids).values_list("pk", "embedding_model")) == current
+    assert knowledge_vectors_backfill() == 0
+    assert _ids(tenant_a.principal, "how to stabilise an intermittent socket test", "vector")[:1] == [str(ids[0])]
+    assert _ids(tenant_b.principal, "how to stabilise an intermittent socket test", "vector") == [str(ids[1])]
+    assert KnowledgeItem.objects.count() == 2  # re-embedding merges nothing
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_near_identical_memory_is_merged_into_the_older_one_once_embedded(client: Client, tenant_a: Tenant,
                                                                           tenant_b: Tenant) -> None:
     cog, other = Cog(client, tenant_a.user_raw), Cog(client, tenant_b.user_raw)
