@@ -193,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
         from django.utils.module_loading import import_string
 
         sign_in = import_string("projects.services.bootstrap.ensure_first_admin")(config.data_dir)
+        import_string("knowledge.embeddings.local_model_prepare")()  # once here, not in each worker's first request
         # Children compute the same database settings from the same environment.
         env = dict(os.environ)
         env["BRAIN_DATA_DIR"] = str(config.data_dir)

@@ -213,6 +213,16 @@ def local_model_dir(config: EmbeddingSettings) -> Path | None:
     return config.model_dir or (Path(settings.DATA_DIR) / "models" if settings.configured else None)
 
 
+def local_model_prepare() -> None:
+    """Builds the local model's int8 file now when it is missing (`brain serve`, before any worker starts), so no
+    request waits for the build; other providers need nothing."""
+    config = settings_from_django()
+    if config.provider == "local":
+        from knowledge.local_model import model_file
+
+        model_file(local_model_dir(config))
+
+
 _lock = threading.Lock()
 _cache: dict[tuple[EmbeddingSettings, bool], Embedder] = {}
 

@@ -77,6 +77,10 @@ def test_serve_is_ready_and_sigterm_leaves_nothing_behind(served) -> None:
     output = "".join(lines)
     assert f"serving on http://127.0.0.1:{port}" in output
     assert "sign in as admin@localhost with password" in output
+    # The local model's int8 file was built by serve itself, once, before any worker answered.
+    assert output.count("building the local embedding model") == 1
+    assert output.index("building the local embedding model") < output.index("serving on")
+    assert len(list((data_dir / "models").glob("*.onnx"))) == 1
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as response:
         body = json.load(response)
     assert body["status"] == "ok" and all(check["ok"] for check in body["checks"].values())
