@@ -41,6 +41,7 @@ COMMANDS: list[Command] = [
     Command(("token", "list"), "projects.cli.token_list"),
     Command(("jobs", "run"), "sessions.cli.jobs"),
     Command(("embeddings", "backfill"), "sessions.cli.embeddings"),
+    Command(("embeddings", "prepare"), "knowledge.cli.embeddings_prepare", needs_db=False),
     Command(("import",), "knowledge.cli.imports"),
     Command(("export",), "sessions.cli.export"),
     Command(("guard", "calibrate"), "knowledge.cli.guard_calibrate"),

