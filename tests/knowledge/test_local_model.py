@@ -50,8 +50,10 @@ def test_the_file_is_built_once_per_directory_and_reused(tmp_path: Path, builds:
 def test_an_unwritable_cache_falls_back_to_a_private_directory(tmp_path: Path, builds: list[Path]) -> None:
     blocked = tmp_path / "not-a-dir"
     blocked.write_text("a file where the cache directory should be")
+    local_model._private_dir.cache_clear()  # this process's fallback, made afresh for this test
     path = local_model.model_file(blocked)
     assert path.exists() and not path.is_relative_to(blocked) and builds == [path]
+    assert local_model.model_file(blocked) == path and builds == [path]  # the process's fallback is built once
 
 
 def test_the_weight_products_run_in_int8_and_stay_close_to_the_float_graph(tmp_path: Path) -> None:
