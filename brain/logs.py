@@ -43,11 +43,26 @@ class LogfmtFormatter(logging.Formatter):
         return logfmt(fields)
 
 
+class _Logfmt:
+    """A record's message as `k=v` text, built only if a handler asks for it: LogfmtFormatter writes the fields
+    themselves, so on the served path the line is formatted once (it was twice, once per tool call for nothing)."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.fields = fields
+
+    def __str__(self) -> str:
+        return logfmt(self.fields)
+
+
 def log_op(logger: logging.Logger, op: str, *, level: int = logging.INFO, exc_info: BaseException | None = None,
            **fields: Any) -> None:
     """Emit one machine-parseable event line: `op=<op> k=v ...` (with the traceback when `exc_info` is given)."""
+    if not logger.isEnabledFor(level):
+        return
     payload = {"op": op, **fields}
-    logger.log(level, logfmt(payload), exc_info=exc_info, extra={"op_fields": payload})
+    logger.log(level, _Logfmt(payload), exc_info=exc_info, extra={"op_fields": payload})
 
 
 def log_failure(logger: logging.Logger, op: str, exc: BaseException, **fields: Any) -> str:
