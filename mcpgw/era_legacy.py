@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -13,7 +14,8 @@ from mcpgw.auth import bound_session, tool_call_session, usable_token
 from mcpgw.dispatch import Call, dispatch
 from mcpgw.models import McpSession
 from mcpgw.services import mcp_session_open, mcp_session_seen
-from projects.models import ApiToken
+from mcpgw.session_call import LISTS_PROJECTS
+from projects.models import ApiToken, Project
 from projects.scope import Principal
 
 logger = logging.getLogger("mcpgw")
@@ -55,14 +57,29 @@ def _valid_id(message: dict[str, Any]) -> bool:
     return isinstance(request_id, str | int) and not isinstance(request_id, bool)
 
 
-def _authenticated(request: HttpRequest, raw: str, message: dict[str, Any]) -> tuple[ApiToken, McpSession, bool]:
-    """(token, bound session, whether this call is already counted). A well-formed tools/call goes the one
-    round-trip way; anything else reads the token, then the session."""
+@dataclass(frozen=True)
+class _Caller:
+    token: ApiToken
+    session: McpSession
+    counted: bool  # the tools/call was counted with the authentication
+    listed: tuple[Project, ...] | None = None  # the visible projects, when that round trip read them
+
+
+def _lists_projects(message: dict[str, Any]) -> bool:
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    return isinstance(name, str) and name in LISTS_PROJECTS  # any JSON may arrive as the name
+
+
+def _authenticated(request: HttpRequest, raw: str, message: dict[str, Any]) -> _Caller:
+    """The caller's token and bound session. A well-formed tools/call goes the one round-trip way (which also
+    reads the visible projects for a tool that only lists them); anything else reads the token, then the
+    session."""
     if message.get("method") == "tools/call" and _valid_id(message) and _version_ok(request):
-        token, session = tool_call_session(request, raw)
-        return token, session, True
+        token, session, listed = tool_call_session(request, raw, with_projects=_lists_projects(message))
+        return _Caller(token, session, True, listed)
     token = usable_token(request, raw)
-    return token, bound_session(request, token), False
+    return _Caller(token, bound_session(request, token), False)
 
 
 def handle(request: HttpRequest, raw: str, message: dict[str, Any]) -> HttpResponse:
@@ -74,7 +91,8 @@ def handle(request: HttpRequest, raw: str, message: dict[str, Any]) -> HttpRespo
         if not _valid_id(message):
             raise p.RpcError(p.INVALID_REQUEST, "initialize needs a string or integer id", status=400)
         return _initialize(token, message["id"], message.get("params"))
-    token, session, counted = _authenticated(request, raw, message)
+    caller = _authenticated(request, raw, message)
+    token, session, counted = caller.token, caller.session, caller.counted
     _check_version_header(request)
     if not is_request or not isinstance(method, str):
         # Notifications (initialized, cancelled, ...) and replies to server requests: accepted, nothing to say.
@@ -86,7 +104,7 @@ def handle(request: HttpRequest, raw: str, message: dict[str, Any]) -> HttpRespo
         raise p.RpcError(p.INVALID_REQUEST, "Invalid Request: id must be a string or integer", status=400)
     if not counted:
         mcp_session_seen(session=session)
-    principal = Principal(user=token.user, token=token, binding=session.binding)
+    principal = Principal(user=token.user, token=token, binding=session.binding, listed=caller.listed)
     call = Call(principal=principal, modern=False, version=session.protocol_version,
                 session=session, counted=counted)
     try:

@@ -11,10 +11,14 @@ The UPDATE only counts the call and stamps the session's last use, so its commit
 (`synchronous_commit` off for that one implicit transaction, a third of the statement's time): after a database
 crash a session may show a few calls less, never a write of the caller's. Inside an enclosing transaction the
 setting is left alone, since it would apply to that transaction's other writes too.
+
+For the tools that only list the caller's projects (LISTS_PROJECTS) the same statement also reads that list,
+joined to the counted row, so their whole call is one round trip; it sees the very scope a later read would.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -26,39 +30,72 @@ from brain.sql_rows import execute_prepared, instances, relaxed_prefix, select_l
 from mcpgw.models import SESSION_ID_MAX, McpSession
 from mcpgw.selectors import idle_cutoff
 from projects.models import ApiToken, Project, User
-from projects.selectors.accounts import token_digest, token_joined
+from projects.selectors.accounts import LISTED, listed_sql, project_listed, token_digest, token_joined
 
 ALIASES: tuple[tuple[str, type[Model]], ...] = (("s", McpSession), ("t", ApiToken), ("u", User), ("p", Project))
+# Read-only tools whose work is the caller's visible projects: their call's round trip reads that list too, so
+# the whole call is one statement (nothing in them creates a project, so the list cannot go stale mid-call).
+LISTS_PROJECTS = frozenset({"brain_list_projects", "brain_get_active_project"})
+
+
+@dataclass(frozen=True)
+class CountedCall:
+    """A counted tools/call: its live session (`.token` with `.user` and `.project` loaded) and, when asked
+    for, the projects its principal sees (projects_visible's order)."""
+
+    session: McpSession
+    listed: tuple[Project, ...] | None = None
+
+
+def _columns(aliases: tuple[tuple[str, type[Model]], ...]) -> list[str]:
+    return select_list(aliases).split(", ")
 
 
 @cache
-def _statement() -> str:
-    returning = select_list(ALIASES)
+def _statement(with_projects: bool) -> str:
     s, t, u, p = (model._meta.db_table for _, model in ALIASES)
+    columns = _columns(ALIASES)
+    # Inside a WITH the returned columns need names of their own (every table has an "id").
+    returning = ", ".join(f"{column} AS c{i}" for i, column in enumerate(columns)) if with_projects else ", ".join(
+        columns)
     # Table and column names come from the models only; every value is a parameter.
-    return f"""UPDATE "{s}" AS s SET tool_call_count = s.tool_call_count + 1, last_seen_at = %(now)s
+    update = f"""UPDATE "{s}" AS s SET tool_call_count = s.tool_call_count + 1, last_seen_at = %(now)s
         FROM "{t}" AS t JOIN "{u}" AS u ON u.id = t.user_id LEFT JOIN "{p}" AS p ON p.id = t.project_id
         WHERE s.id = %(sid)s AND s.token_id = t.id AND s.closed_at IS NULL AND s.last_seen_at >= %(cutoff)s
           AND t.digest = %(digest)s AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > %(now)s)
           AND u.is_active
         RETURNING {returning}"""  # noqa: S608
+    if not with_projects:
+        return update
+    user, project = (f"call.c{columns.index(c)}" for c in ('u."id"', 't."project_id"'))
+    source, order = listed_sql(user=user, project=project)
+    # One row per visible project (one with NULL project columns when there is none), in the list's order.
+    return f"""WITH call AS ({update})
+        SELECT call.*, listed.* FROM call LEFT JOIN LATERAL (
+          SELECT {select_list(LISTED)}, row_number() OVER (ORDER BY {order}) AS position {source}
+        ) AS listed ON true
+        ORDER BY listed.position"""  # noqa: S608
 
 
-def session_tool_call(*, raw_token: str, session_id: str) -> McpSession | None:
-    """The live session of this token with the tool call counted, its `.token` (with `.user` and `.project`)
-    loaded; None when anything does not match (then nothing was written)."""
+def session_tool_call(*, raw_token: str, session_id: str, with_projects: bool = False) -> CountedCall | None:
+    """The live session of this token with the tool call counted (and its principal's visible projects when
+    `with_projects`), in one statement; None when anything does not match (then nothing was written)."""
     if not session_id or len(session_id) > SESSION_ID_MAX:
         return None
     now = timezone.now()
     params: dict[str, Any] = {"now": now, "sid": session_id, "cutoff": idle_cutoff(now),
                               "digest": token_digest(raw_token)}
+    name = "brain_tool_call_listed" if with_projects else "brain_tool_call"
     with connection.cursor() as cursor:
-        execute_prepared(cursor, "brain_tool_call", _statement(), params, prefix=relaxed_prefix())
-        row = cursor.fetchone()
-    if row is None:
+        execute_prepared(cursor, name, _statement(with_projects), params, prefix=relaxed_prefix())
+        rows = cursor.fetchall()
+    if not rows:
         return None
-    built = instances(row, ALIASES)
+    width = len(_columns(ALIASES))
+    built = instances(rows[0][:width], ALIASES)
     session = built["s"]
     assert isinstance(session, McpSession)
     session.token = token_joined(built)
-    return session
+    if not with_projects:
+        return CountedCall(session)
+    return CountedCall(session, tuple(project_listed(row[width:-1]) for row in rows if row[width] is not None))

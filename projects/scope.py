@@ -14,6 +14,9 @@ class Principal:
     # An opaque key of the transport session this call arrived on (a digest of the MCP Mcp-Session-Id in the
     # handshake era); blank for stateless calls. Per-connection state (the Cognibrain current session) keys on it.
     binding: str = ""
+    # The projects this principal sees, in projects_visible's order, when the call's authentication read them in
+    # its own round trip (read-only tools that list them; mcpgw.session_call); None: read them when needed.
+    listed: tuple[Project, ...] | None = None
 
     @property
     def token_project(self) -> Project | None:

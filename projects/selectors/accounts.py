@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -55,47 +56,59 @@ def projects_visible(*, principal: Principal) -> QuerySet[Project]:
     return qs.select_related("org").annotate(own_rank=own_first).order_by("own_rank", "created_at", "id")
 
 
-def visible_project_sql(alias: str) -> str:
+def visible_project_sql(alias: str, *, user: str = "%(user)s", project: str = "%(project)s::uuid") -> str:
     """projects_visible's scope as a SQL condition on the project row `alias`, for statements written once per
-    process: a project of one of the user's orgs (`%(user)s`), and only the token's own project when the token
-    is scoped (`%(project)s`, NULL for a user-scoped token). Parameters: `visible_project_params`."""
+    process: a project of one of the user's orgs (`user`), and only the token's own project when the token
+    is scoped (`project`, NULL for a user-scoped token). By default both are the parameters of
+    `visible_project_params`; a statement that reads them from another row passes its column expressions."""
     membership = Membership._meta.db_table
-    exists = f'SELECT 1 FROM "{membership}" AS m WHERE m.org_id = {alias}.org_id AND m.user_id = %(user)s'  # noqa: S608
-    return f"EXISTS ({exists}) AND (%(project)s::uuid IS NULL OR {alias}.id = %(project)s::uuid)"
+    exists = f'SELECT 1 FROM "{membership}" AS m WHERE m.org_id = {alias}.org_id AND m.user_id = {user}'  # noqa: S608
+    return f"EXISTS ({exists}) AND ({project} IS NULL OR {alias}.id = {project})"
 
 
 def visible_project_params(principal: Principal) -> dict[str, Any]:
     return {"user": principal.user.pk, "project": principal.token.project_id if principal.token else None}
 
 
-_LISTED = (("p", Project), ("o", Org))
+# The row layout of a listed project (each with its org), for statements that read the list.
+LISTED: tuple[tuple[str, type[Model]], ...] = (("p", Project), ("o", Org))
+
+
+def listed_sql(*, user: str = "%(user)s", project: str = "%(project)s::uuid") -> tuple[str, str]:
+    """(FROM ... WHERE, ORDER BY) of the visible projects in projects_visible's order (personal org first, then
+    by creation), over the aliases of LISTED; `user` and `project` as in visible_project_sql."""
+    p, o = Project._meta.db_table, Org._meta.db_table
+    visible = visible_project_sql("p", user=user, project=project)
+    source = f'FROM "{p}" AS p JOIN "{o}" AS o ON o.id = p.org_id WHERE {visible}'
+    return source, f"CASE WHEN o.personal_for_id = {user} THEN 0 ELSE 1 END, p.created_at, p.id"
+
+
+def project_listed(row: Sequence[Any]) -> Project:
+    """One project with its `.org` from a row laid out by select_list(LISTED)."""
+    built = instances(row, LISTED)
+    project, org = built["p"], built["o"]
+    assert isinstance(project, Project) and isinstance(org, Org)
+    project.org = org
+    return project
 
 
 @cache
 def _listed_statement() -> str:
-    project, org = Project._meta.db_table, Org._meta.db_table
-    # The order and the scope of projects_visible, written once; names come from the models, values are parameters.
-    return f"""SELECT {select_list(_LISTED)} FROM "{project}" AS p JOIN "{org}" AS o ON o.id = p.org_id
-        WHERE {visible_project_sql("p")}
-        ORDER BY CASE WHEN o.personal_for_id = %(user)s THEN 0 ELSE 1 END, p.created_at, p.id
-        LIMIT %(limit)s"""  # noqa: S608
+    source, order = listed_sql()
+    # Names come from the models, values are parameters.
+    return f"SELECT {select_list(LISTED)} {source} ORDER BY {order} LIMIT %(limit)s"
 
 
 def projects_listed(*, principal: Principal, limit: int | None = None) -> list[Project]:
     """What projects_visible yields (each project with its `.org`), as one precompiled statement: the form for
-    per-call reads (brain_list_projects, the default project of a session)."""
+    per-call reads (brain_list_projects, the default project of a session). When the call's authentication
+    already read the list (`principal.listed`, see mcpgw.session_call), that list is used."""
+    if principal.listed is not None:
+        return list(principal.listed[:limit])
     params = {**visible_project_params(principal), "limit": limit}
     with connection.cursor() as cursor:
         execute_prepared(cursor, "brain_projects_listed", _listed_statement(), params)
-        rows = cursor.fetchall()
-    listed: list[Project] = []
-    for row in rows:
-        built = instances(row, _LISTED)
-        project, org = built["p"], built["o"]
-        assert isinstance(project, Project) and isinstance(org, Org)
-        project.org = org
-        listed.append(project)
-    return listed
+        return [project_listed(row) for row in cursor.fetchall()]
 
 
 def projects_first(*, principal: Principal) -> Project | None:

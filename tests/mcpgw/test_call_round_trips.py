@@ -12,7 +12,9 @@ from django.utils import timezone
 
 from mcpgw import protocol as p
 from mcpgw.models import McpSession
-from projects.models import ApiToken
+from projects.models import ApiToken, Membership, Org, Project
+from projects.scope import Principal
+from projects.selectors.accounts import projects_visible
 from projects.services.accounts import token_revoke
 from tests.mcpgw.conftest import Mcp, call_tool
 
@@ -21,15 +23,48 @@ def _projects(result: dict) -> list[str]:
     return [project["name"] for project in result["structuredContent"]["projects"]]
 
 
-def test_tool_call_costs_two_statements_and_counts_once(mcp_a: Mcp, tenant_a) -> None:
+def test_listing_projects_costs_one_statement_and_counts_once(mcp_a: Mcp, tenant_a) -> None:
     session = mcp_a.initialize()
     call_tool(mcp_a, "brain_list_projects", session=session)  # token last_used_at written here, not below
     with CaptureQueriesContext(connection) as queries:
         result = call_tool(mcp_a, "brain_list_projects", session=session)
     assert _projects(result) == [tenant_a.project.name]
-    # One UPDATE ... RETURNING for token + user + project + session + count, one SELECT for the projects.
-    assert len(queries.captured_queries) == 2, [q["sql"][:80] for q in queries.captured_queries]
+    # One statement: the UPDATE ... RETURNING for token + user + project + session + count, joined to the list.
+    assert len(queries.captured_queries) == 1, [q["sql"][:80] for q in queries.captured_queries]
     assert McpSession.objects.get(pk=session).tool_call_count == 2
+
+
+def test_other_tools_count_the_call_without_reading_the_projects(mcp_a: Mcp, tenant_a) -> None:
+    session = mcp_a.initialize()
+    call_tool(mcp_a, "brain_list_projects", session=session)
+    with CaptureQueriesContext(connection) as queries:
+        call_tool(mcp_a, "brain_get_user_style", {}, session=session)
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert any("EXECUTE brain_tool_call(" in s for s in statements), [s[:80] for s in statements]
+    assert not any("brain_tool_call_listed" in s for s in statements)
+    assert McpSession.objects.get(pk=session).tool_call_count == 2
+
+
+def test_the_one_statement_list_keeps_the_order_and_the_scope(mcp_a: Mcp, tenant_a, tenant_b) -> None:
+    """Personal org first, then by creation; a shared org's project after; another tenant's never; a user who
+    sees no project gets an empty list from the same one statement."""
+    shared = Org.objects.create(name="Shared Org", slug="shared-org-rt")
+    Membership.objects.create(org=shared, user=tenant_a.user, role="member")
+    Project.objects.create(org=shared, name="Shared App", slug="shared-app-rt")
+    Project.objects.create(org=tenant_a.project.org, name="Second Own", slug="second-own-rt")
+    session = mcp_a.initialize()
+    with CaptureQueriesContext(connection) as queries:
+        listed = _projects(call_tool(mcp_a, "brain_list_projects", session=session))
+    assert listed == [p.name for p in projects_visible(principal=Principal(user=tenant_a.user))]
+    assert listed == [tenant_a.project.name, "Second Own", "Shared App"]
+    assert sum("EXECUTE" in q["sql"] for q in queries.captured_queries) == 1
+    active = call_tool(mcp_a, "brain_get_active_project", session=session)["structuredContent"]["project"]
+    assert (active["id"], active["source"]) == (str(tenant_a.project.pk), "first_project_fallback")
+    Membership.objects.filter(user=tenant_a.user).delete()
+    assert _projects(call_tool(mcp_a, "brain_list_projects", session=session)) == []
+    assert call_tool(mcp_a, "brain_get_active_project", session=session)["structuredContent"]["project"] is None
+    assert McpSession.objects.get(pk=session).tool_call_count == 4
+    assert "Bravo App" not in listed
 
 
 @pytest.mark.django_db(transaction=True)  # autocommit, as served: the relaxed commit applies only there
@@ -59,7 +94,7 @@ def test_statements_forgotten_by_the_server_are_prepared_again(mcp_a: Mcp, tenan
         result = call_tool(mcp_a, "brain_list_projects", session=session)
     assert _projects(result) == [tenant_a.project.name]
     prepared = [q["sql"][:30] for q in queries.captured_queries if q["sql"].startswith("PREPARE")]
-    assert prepared == ["PREPARE brain_tool_call AS UPD", "PREPARE brain_projects_listed "]
+    assert prepared == ["PREPARE brain_tool_call_listed"]
     assert McpSession.objects.get(pk=session).tool_call_count == 3
     assert not McpSession.objects.filter(token__user=tenant_b.user).exists()
 
