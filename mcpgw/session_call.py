@@ -47,17 +47,18 @@ class CountedCall:
     listed: tuple[Project, ...] | None = None
 
 
-def _columns(aliases: tuple[tuple[str, type[Model]], ...]) -> list[str]:
-    return select_list(aliases).split(", ")
+@cache
+def _columns() -> tuple[str, ...]:
+    return tuple(select_list(ALIASES).split(", "))
 
 
 @cache
 def _statement(with_projects: bool) -> str:
     s, t, u, p = (model._meta.db_table for _, model in ALIASES)
-    columns = _columns(ALIASES)
+    columns = _columns()
     # Inside a WITH the returned columns need names of their own (every table has an "id").
-    returning = ", ".join(f"{column} AS c{i}" for i, column in enumerate(columns)) if with_projects else ", ".join(
-        columns)
+    named = (f"{column} AS c{i}" for i, column in enumerate(columns))
+    returning = ", ".join(named if with_projects else columns)
     # Table and column names come from the models only; every value is a parameter.
     update = f"""UPDATE "{s}" AS s SET tool_call_count = s.tool_call_count + 1, last_seen_at = %(now)s
         FROM "{t}" AS t JOIN "{u}" AS u ON u.id = t.user_id LEFT JOIN "{p}" AS p ON p.id = t.project_id
@@ -91,7 +92,7 @@ def session_tool_call(*, raw_token: str, session_id: str, with_projects: bool = 
         rows = cursor.fetchall()
     if not rows:
         return None
-    width = len(_columns(ALIASES))
+    width = len(_columns())
     built = instances(rows[0][:width], ALIASES)
     session = built["s"]
     assert isinstance(session, McpSession)
