@@ -14,8 +14,8 @@ from mcpgw import protocol as p
 from mcpgw.models import McpSession
 from mcpgw.selectors import mcp_session_live
 from mcpgw.services import mcp_session_seen
-from mcpgw.session_call import session_tool_call
-from projects.models import ApiToken, Project
+from mcpgw.session_call import CountedCall, session_tool_call
+from projects.models import ApiToken
 from projects.selectors.accounts import token_for_raw
 from projects.services.accounts import token_touch
 
@@ -83,17 +83,17 @@ def bound_session(request: HttpRequest, token: ApiToken) -> McpSession:
     return session
 
 
-def tool_call_session(request: HttpRequest, raw: str, *, with_projects: bool = False
-                      ) -> tuple[ApiToken, McpSession, tuple[Project, ...] | None]:
-    """Token and bound session of a tools/call, the call counted (and the visible projects when asked and the
-    one round trip served): one round trip when all is well, else the step-by-step checks that give the
+def tool_call_session(request: HttpRequest, raw: str, *, with_projects: bool = False) -> CountedCall:
+    """The bound session of a tools/call (`.token` loaded), the call counted (and the visible projects when asked
+    and the one round trip served): one round trip when all is well, else the step-by-step checks that give the
     precise error (nothing was counted then)."""
     counted = session_tool_call(raw_token=raw, session_id=request.headers.get(p.SESSION_HEADER, "").strip(),
                                 with_projects=with_projects)
     if counted is None:
         token = usable_token(request, raw)
         session = bound_session(request, token)
+        session.token = token  # the very token bound_session checked: no second read of it
         mcp_session_seen(session=session, tool_call=True)  # only after a race with a close or an expiry
-        return token, session, None
+        return CountedCall(session)
     token_touch(token=counted.session.token)
-    return counted.session.token, counted.session, counted.listed
+    return counted

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -12,10 +11,9 @@ from brain.errors import ValidationFailed
 from mcpgw import protocol as p
 from mcpgw.auth import bound_session, tool_call_session, usable_token
 from mcpgw.dispatch import Call, dispatch
-from mcpgw.models import McpSession
 from mcpgw.services import mcp_session_open, mcp_session_seen
-from mcpgw.session_call import LISTS_PROJECTS
-from projects.models import ApiToken, Project
+from mcpgw.session_call import LISTS_PROJECTS, CountedCall
+from projects.models import ApiToken
 from projects.scope import Principal
 
 logger = logging.getLogger("mcpgw")
@@ -57,29 +55,22 @@ def _valid_id(message: dict[str, Any]) -> bool:
     return isinstance(request_id, str | int) and not isinstance(request_id, bool)
 
 
-@dataclass(frozen=True)
-class _Caller:
-    token: ApiToken
-    session: McpSession
-    counted: bool  # the tools/call was counted with the authentication
-    listed: tuple[Project, ...] | None = None  # the visible projects, when that round trip read them
-
-
 def _lists_projects(message: dict[str, Any]) -> bool:
     params = message.get("params")
     name = params.get("name") if isinstance(params, dict) else None
     return isinstance(name, str) and name in LISTS_PROJECTS  # any JSON may arrive as the name
 
 
-def _authenticated(request: HttpRequest, raw: str, message: dict[str, Any]) -> _Caller:
-    """The caller's token and bound session. A well-formed tools/call goes the one round-trip way (which also
-    reads the visible projects for a tool that only lists them); anything else reads the token, then the
-    session."""
+def _authenticated(request: HttpRequest, raw: str, message: dict[str, Any]) -> tuple[CountedCall, bool]:
+    """The caller's bound session (`.token` loaded) and whether the tools/call was counted with it. A well-formed
+    tools/call goes the one round-trip way (which also reads the visible projects for a tool that only lists
+    them); anything else reads the token, then the session."""
     if message.get("method") == "tools/call" and _valid_id(message) and _version_ok(request):
-        token, session, listed = tool_call_session(request, raw, with_projects=_lists_projects(message))
-        return _Caller(token, session, True, listed)
+        return tool_call_session(request, raw, with_projects=_lists_projects(message)), True
     token = usable_token(request, raw)
-    return _Caller(token, bound_session(request, token), False)
+    session = bound_session(request, token)
+    session.token = token
+    return CountedCall(session), False
 
 
 def handle(request: HttpRequest, raw: str, message: dict[str, Any]) -> HttpResponse:
@@ -91,8 +82,8 @@ def handle(request: HttpRequest, raw: str, message: dict[str, Any]) -> HttpRespo
         if not _valid_id(message):
             raise p.RpcError(p.INVALID_REQUEST, "initialize needs a string or integer id", status=400)
         return _initialize(token, message["id"], message.get("params"))
-    caller = _authenticated(request, raw, message)
-    token, session, counted = caller.token, caller.session, caller.counted
+    caller, counted = _authenticated(request, raw, message)
+    session, token = caller.session, caller.session.token
     _check_version_header(request)
     if not is_request or not isinstance(method, str):
         # Notifications (initialized, cancelled, ...) and replies to server requests: accepted, nothing to say.
