@@ -216,6 +216,7 @@ BRAIN_EMBEDDER_CHECK = "knowledge.embeddings.embedder_health"
 BRAIN_GUARD_SEMANTIC_THRESHOLD = env_override("BRAIN_GUARD_SEMANTIC_THRESHOLD", float)
 BRAIN_RETRIEVAL = {
     "rrf_k": env_override("BRAIN_RETRIEVAL_RRF_K", int),
+    "rrf_k_vector": env_override("BRAIN_RETRIEVAL_RRF_K_VECTOR", int),
     "weight_vector": env_override("BRAIN_RETRIEVAL_WEIGHT_VECTOR", float),
     "weight_fts": env_override("BRAIN_RETRIEVAL_WEIGHT_FTS", float),
     "weight_confidence": env_override("BRAIN_RETRIEVAL_WEIGHT_CONFIDENCE", float),

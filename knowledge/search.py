@@ -61,13 +61,16 @@ FTS_LENGTH_B = 0.0
 # Per-query fusion shares (`Fusion.adaptive`): a list whose first SHAPE_HEAD scores stand further above the rest
 # of its own scores (in standard deviations) gets the larger share, in proportion to that distance (to its
 # SHAPE_POWER), never less than SHAPE_FLOOR of its configured weight nor more than 2 - SHAPE_FLOOR. Fixed equal
-# shares fell below the better list on both short-chat sets (vector on MemoryBank, full text on REALTALK). Head 5,
-# power 1, floor 0.6 is the plateau of a sweep over the full LongMemEval dev120 and MemoryBank with the long-row
-# penalty on cosine (floor 0.55-0.65 alike): dev120 turn recall@10 0.843 -> 0.879 against head 3, power 2,
-# floor 0.5, MemoryBank within one or two questions (docs/benchmarks.md, issue 16, fifth step).
+# shares fell below the better list on both short-chat sets (vector on MemoryBank, full text on REALTALK). The
+# full-text head's distance is also scaled by its best BM25 score over SHAPE_FTS_FULL (at most 1): on
+# MemoryBank the full-text list found the evidence in its top 5 for 26 % of the questions whose best score was
+# under 4 and for 96 % of those over 12, while the vector list's hit rate moved far less (docs/benchmarks.md,
+# issue 16, ninth step). A list's shape says how its head stands out; its best score says whether the head
+# matched anything rare at all.
 SHAPE_HEAD = 5
 SHAPE_POWER = 1
-SHAPE_FLOOR = 0.6
+SHAPE_FLOOR = 0.5
+SHAPE_FTS_FULL = 16.0
 # The longest search query any interface accepts (characters).
 QUERY_MAX = 2000
 # Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
@@ -97,6 +100,9 @@ class Fusion:
     # A small k trusts the top of each list: on LongMemEval dev120, k = 5 / 10 / 20 / 60 gave hybrid turn
     # recall@5 0.765 / 0.736 / 0.703 / 0.700; the textbook 60 was the worst at every granularity (docs/retrieval.md).
     rrf_k: int = 5
+    # The vector list's own k (0: rrf_k). Session search ranks by a top-heavy vector curve (k 1, full text 4): its
+    # first rows are worth much more than its tenth, where the full-text list's curve is flatter (ninth step).
+    rrf_k_vector: int = 0
     # More weight on vectors raised session recall and lowered turn recall on LongMemEval dev120 (docs/benchmarks.md).
     weight_vector: float = 1.0
     weight_fts: float = 1.0
@@ -223,12 +229,13 @@ def _confidence(scores: str, ranks: str, source: str) -> str:
 
 
 def _weights_cte() -> str:
-    """Each list's share of the fusion for this query (`adaptive`): the lists' head confidences squared,
-    as shares of 2, kept within [SHAPE_FLOOR, 2 - SHAPE_FLOOR]; 1 and 1 when neither head stands out or
-    `adaptive` is off. The share multiplies the list's configured weight."""
+    """Each list's share of the fusion for this query (`adaptive`): the lists' head confidences (the full-text
+    one scaled by its best score over SHAPE_FTS_FULL) as shares of 2, kept within [SHAPE_FLOOR, 2 - SHAPE_FLOOR];
+    1 and 1 when neither head stands out or `adaptive` is off. The share multiplies the list's configured weight."""
     return f"""
     conf AS (SELECT power({_confidence("(1 - dist)", "rnk", "vec")}, {SHAPE_POWER}) AS cv,
-                    power({_confidence("score", "rnk", "fts")}, {SHAPE_POWER}) AS cf),
+                    power({_confidence("score", "rnk", "fts")}, {SHAPE_POWER})
+                    * (SELECT COALESCE(least(max(score) / {SHAPE_FTS_FULL}, 1), 0) FROM fts) AS cf),
     shares AS (SELECT CASE WHEN %(adaptive)s AND cv + cf > 0
                            THEN least(greatest(2 * cv / (cv + cf), {SHAPE_FLOOR}), {2 - SHAPE_FLOOR})
                            ELSE 1 END AS sv FROM conf)"""  # noqa: S608 - constants and fixed SQL only
@@ -248,7 +255,7 @@ def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool) 
     fused AS (
         SELECT COALESCE(vec.id, fts.id) AS fused_id, vec.rnk AS vec_rank, vec.dist AS vec_distance,
                fts.rnk AS fts_rank, fts.score AS fts_score,
-               COALESCE(shares.sv * %(wv)s / (%(k)s + vec.rnk), 0)
+               COALESCE(shares.sv * %(wv)s / (%(kv)s + vec.rnk), 0)
                + COALESCE((2 - shares.sv) * %(wf)s / (%(k)s + fts.rnk), 0) AS rrf
         FROM vec FULL OUTER JOIN fts ON vec.id = fts.id CROSS JOIN shares)
     SELECT fused.*, {columns} FROM fused JOIN {table} t ON t.id = fused.fused_id
@@ -313,7 +320,7 @@ def hybrid_candidates(
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     retrieval = mode if (use_vec or mode == "fts") else "fts_only"
-    rrf_max = _rrf_max(params["wv"], params["wf"], fusion, adaptive=params["adaptive"])
+    rrf_max = fused_max(params["wv"], params["wf"], fusion, adaptive=params["adaptive"])
     total = time.perf_counter() - started
     timings = {"model_wait": round(waited * 1000, 3), "sql": round((total - waited) * 1000, 3)}
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
@@ -325,6 +332,7 @@ def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, mod
     return {
         **scope.params, "qvec": _vector_literal(vector), "qmodel": model, "n": fusion.candidates,
         "maxdist": fusion.max_distance, "k": float(fusion.rrf_k),
+        "kv": float(fusion.rrf_k_vector or fusion.rrf_k),
         "wv": fusion.weight_vector if use_vec else 0.0, "wf": fusion.weight_fts if use_fts else 0.0,
         "longlex": max(fusion.vector_long_lexemes, 1),
         "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
@@ -332,13 +340,13 @@ def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, mod
     }
 
 
-def _rrf_max(weight_v: float, weight_f: float, fusion: Fusion, *, adaptive: bool) -> float:
-    """The fused score of a row ranked first by both lists, at the shares that make it largest. With equal
-    weights (the default) it is the same with or without adaptive shares, which always sum to 2."""
+def fused_max(weight_v: float, weight_f: float, fusion: Fusion, *, adaptive: bool) -> float:
+    """The fused score of a row ranked first by both lists, at the shares that make it largest (the score is
+    linear in the vector share, so one end of the shares' range gives it)."""
+    top_v, top_f = weight_v / ((fusion.rrf_k_vector or fusion.rrf_k) + 1), weight_f / (fusion.rrf_k + 1)
     if not adaptive:
-        return (weight_v + weight_f) / (fusion.rrf_k + 1)
-    high, low = max(weight_v, weight_f), min(weight_v, weight_f)
-    return ((2 - SHAPE_FLOOR) * high + SHAPE_FLOOR * low) / (fusion.rrf_k + 1)
+        return top_v + top_f
+    return max(share * top_v + (2 - share) * top_f for share in (SHAPE_FLOOR, 2 - SHAPE_FLOOR))
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,8 @@ def dump_line(principal: Any, project: Any, question: dict[str, Any], keys: dict
         "question": question["question"], "question_type": question["question_type"],
         "evidence_turns": sorted([list(t) for t in turns]), "evidence_sessions": sorted(sessions),
         "fts": lists["fts"], "vector": lists["vector"],
-        "fusion": {"rrf_k": fusion.rrf_k, "weight_vector": fusion.weight_vector, "weight_fts": fusion.weight_fts,
+        "fusion": {"rrf_k": fusion.rrf_k, "rrf_k_vector": fusion.rrf_k_vector,
+                   "weight_vector": fusion.weight_vector, "weight_fts": fusion.weight_fts,
                    "candidates": fusion.candidates},
         "hybrid_turns": [list(keys[e.id]) for e in hybrid.events],
         "hybrid_sessions": [keys[s.session_id][0] for s in hybrid.sessions],
@@ -67,22 +68,23 @@ def head_distance(scores: list[float]) -> float:
 
 def replay_hybrid(line: dict[str, Any]) -> tuple[list[Key], list[str]]:
     """The engine's hybrid events (turn keys, best first) and sessions for one dumped line, fused in Python."""
-    from knowledge.search import SHAPE_FLOOR, SHAPE_POWER, Fusion
+    from knowledge.search import SHAPE_FLOOR, SHAPE_FTS_FULL, SHAPE_POWER, Fusion, fused_max
     from sessions.selectors.search import SESSION_EVENT_DECAY
 
     fusion = Fusion(**line["fusion"])
     cv = head_distance([r["score"] for r in line["vector"]]) ** SHAPE_POWER
-    cf = head_distance([r["score"] for r in line["fts"]]) ** SHAPE_POWER
+    fts_scores = [r["score"] for r in line["fts"]]
+    cf = head_distance(fts_scores) ** SHAPE_POWER * min(max(fts_scores, default=0.0) / SHAPE_FTS_FULL, 1.0)
     share = min(max(2 * cv / (cv + cf), SHAPE_FLOOR), 2 - SHAPE_FLOOR) if cv + cf > 0 else 1.0
     weights = {"vector": share * fusion.weight_vector, "fts": (2 - share) * fusion.weight_fts}
+    ks = {"vector": fusion.rrf_k_vector or fusion.rrf_k, "fts": fusion.rrf_k}
     rows: dict[str, dict[str, Any]] = {}
     for name in ("vector", "fts"):
         for r in line[name]:
             row = rows.setdefault(r["id"], {"turn": tuple(r["turn"]), "session": r["session"], "rrf": 0.0,
                                             "session_key": r["turn"][0]})
-            row["rrf"] += weights[name] / (fusion.rrf_k + r["rank"])
-    high, low = max(fusion.weight_vector, fusion.weight_fts), min(fusion.weight_vector, fusion.weight_fts)
-    rrf_max = ((2 - SHAPE_FLOOR) * high + SHAPE_FLOOR * low) / (fusion.rrf_k + 1)
+            row["rrf"] += weights[name] / (ks[name] + r["rank"])
+    rrf_max = fused_max(fusion.weight_vector, fusion.weight_fts, fusion, adaptive=True)
     order = sorted(rows, key=lambda i: (-rows[i]["rrf"], uuid.UUID(i)))[: fusion.candidates]
     events = sorted(((round(rows[i]["rrf"] / rrf_max, 6), i) for i in order), key=lambda e: -e[0])
     # Grouped by the stored session (a dataset may repeat a session id inside one haystack), named by its key.

@@ -33,6 +33,10 @@ SESSION_EVENT_DECAY = 0.5
 EVENT_FUSION: dict[str, Any] = {"max_distance": MAX_COSINE_DISTANCE, "adaptive": True}
 EVENT_LENGTH_PENALTY: dict[str, Any] = {"vector_long_lexemes": 48, "vector_length_b": 0.5,
                                         "fts_long_lexemes": 48, "fts_length_b": 0.5}
+# Reciprocal-rank constants of session search, unless the environment sets them (`BRAIN_RETRIEVAL_RRF_K*`): a
+# steep vector curve and a flatter full-text one kept hybrid at or above both lists on dev120 and MemoryBank,
+# where one k for both did not (docs/benchmarks.md, issue 16, ninth step).
+EVENT_RANK_CONSTANTS: dict[str, Any] = {"rrf_k": 4, "rrf_k_vector": 1}
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
 EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)
 
@@ -66,7 +70,8 @@ class SessionSearchResult:
 
 
 def event_fusion() -> Fusion:
-    unset = {name: value for name, value in EVENT_LENGTH_PENALTY.items() if settings.BRAIN_RETRIEVAL.get(name) is None}
+    defaults = {**EVENT_LENGTH_PENALTY, **EVENT_RANK_CONSTANTS}
+    unset = {name: value for name, value in defaults.items() if settings.BRAIN_RETRIEVAL.get(name) is None}
     return fusion_from_settings(**EVENT_FUSION, **unset)
 
 
