@@ -111,3 +111,39 @@ def relaxed_prefix() -> str:
     whose loss in a database crash costs nothing (a call count, an outbox row's "sent" stamp: the sweep then
     sends it again). Empty inside an enclosing transaction, whose other writes it would relax too."""
     return "" if connection.in_atomic_block else f"{ASYNC_COMMIT}; "
+
+
+def _insert_sql(group: Sequence[Model], start: int, params: dict[str, Any]) -> str:
+    """One INSERT of `group` (instances of one model) as a multi-row VALUES; fills `params` under unique names."""
+    meta = group[0]._meta
+    fields = [f for f in meta.concrete_fields if not getattr(f, "generated", False)]  # generated: PostgreSQL's
+    rows = []
+    for n, obj in enumerate(group, start):
+        values = db_values(obj, fields)
+        params.update({f"r{n}_{name}": value for name, value in values.items()})
+        rows.append("(" + ", ".join(f"%(r{n}_{f.attname})s" for f in fields) + ")")
+    columns = ", ".join(f'"{f.column}"' for f in fields)
+    return f'INSERT INTO "{meta.db_table}" ({columns}) VALUES {", ".join(rows)}'  # noqa: S608
+
+
+def insert_together(objs: Sequence[Model]) -> None:
+    """Inserts new instances in one statement, all or nothing without a BEGIN and COMMIT of their own: each run
+    of one model is an INSERT, the earlier ones as data-modifying CTEs. Foreign keys are checked at the
+    statement's end, so a row may reference one inserted beside it (a session's events)."""
+    groups: list[list[Model]] = []
+    for obj in objs:
+        if groups and type(groups[-1][0]) is type(obj):
+            groups[-1].append(obj)
+        else:
+            groups.append([obj])
+    params: dict[str, Any] = {}
+    statements, start = [], 0
+    for group in groups:
+        statements.append(_insert_sql(group, start, params))
+        start += len(group)
+    ctes = ", ".join(f"w{i} AS ({sql})" for i, sql in enumerate(statements[:-1]))
+    with connection.cursor() as cursor:
+        cursor.execute((f"WITH {ctes} " if ctes else "") + statements[-1], params)
+    for obj in objs:
+        obj._state.adding = False
+        obj._state.db = connection.alias

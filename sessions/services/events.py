@@ -11,9 +11,11 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Model
 from django.utils import timezone
 
 from brain.errors import ValidationFailed
+from brain.sql_rows import insert_together
 from brain.text import text_storable
 from knowledge.services.create import embed_or_none
 from projects.models import Project, User
@@ -41,22 +43,45 @@ def _validate(draft: EventDraft) -> None:
         raise ValidationFailed(f"event_type must be 1-{EVENT_TYPE_MAX} characters; got {draft.event_type!r}")
 
 
+@dataclass(frozen=True)
+class SessionDraft:
+    """A session not yet stored and its prompt event (embedded, unless its vector is to come from the batcher)."""
+
+    session: Session
+    events: list[SessionEvent]
+    defer_vectors: bool
+
+
+def session_draft(
+    *, user: User, project: Project, client_type: str = "", prompt: str = "", framework: str = "",
+    started_at: datetime | None = None, binding: str = "", defer_vectors: bool = False,
+) -> SessionDraft:
+    """A session in `project` (resolved and authorised by the caller), validated, not stored; the prompt
+    becomes a searchable `prompt` event so session search finds the task by what was asked."""
+    text_storable(clientType=client_type, prompt=prompt, framework=framework)
+    session = Session(user=user, project=project, client_type=client_type, prompt=prompt, framework=framework,
+                      started_at=started_at or timezone.now(), binding=binding)
+    drafts = [EventDraft(PROMPT_EVENT, prompt, {}, session.started_at)] if prompt.strip() else []
+    return SessionDraft(session, _rows([(session, d) for d in drafts], embed=not defer_vectors), defer_vectors)
+
+
+def session_insert(draft: SessionDraft, *, with_rows: Sequence[Model] = ()) -> Session:
+    """Stores the session, its prompt event and `with_rows` (rows that reference it) in one statement; a
+    deferred vector is queued once that commits."""
+    insert_together([draft.session, *draft.events, *with_rows])
+    if draft.defer_vectors:
+        EVENT_BATCHER.submit_after_commit([row.pk for row in draft.events if row.content.strip()])
+    return draft.session
+
+
 def session_start(
     *, user: User, project: Project, client_type: str = "", prompt: str = "", framework: str = "",
     started_at: datetime | None = None, binding: str = "", defer_vectors: bool = False,
 ) -> Session:
-    """Opens a session in `project` (resolved and authorised by the caller); the prompt becomes a
-    searchable `prompt` event so session search finds the task by what was asked (its vector from the
-    batcher after the commit with `defer_vectors`)."""
-    text_storable(clientType=client_type, prompt=prompt, framework=framework)
-    session = Session.objects.create(
-        user=user, project=project, client_type=client_type, prompt=prompt, framework=framework,
-        started_at=started_at or timezone.now(), binding=binding,
-    )
-    if prompt.strip():
-        session_events_log_many(session=session, drafts=[EventDraft(PROMPT_EVENT, prompt, {}, session.started_at)],
-                                defer_vectors=defer_vectors)
-    return session
+    """Opens a session in `project` with its prompt event, in one statement (`session_draft`)."""
+    return session_insert(session_draft(user=user, project=project, client_type=client_type, prompt=prompt,
+                                        framework=framework, started_at=started_at, binding=binding,
+                                        defer_vectors=defer_vectors))
 
 
 def _rows(pairs: Sequence[tuple[Session, EventDraft]], *, embed: bool) -> list[SessionEvent]:

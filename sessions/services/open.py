@@ -24,7 +24,7 @@ from projects.models import STACK_NAME_MAX, Project
 from projects.scope import Principal
 from projects.services.resolve import project_resolve
 from sessions.models import CLIENT_TYPE_MAX, ApplicationRole, Session, SessionKnowledgeApplication
-from sessions.services.events import session_start
+from sessions.services.events import session_draft, session_insert
 
 logger = logging.getLogger(__name__)
 INJECT_TOP = 5
@@ -117,8 +117,8 @@ def session_open(
     """Opens a session in the resolved project; with a prompt, injects the best knowledge in the same call.
 
     The search runs first (a read, which embeds the prompt); the session row, its prompt event (whose vector
-    the search just computed) and the record of what was injected then commit together: one flush to disk
-    where three separate commits made three."""
+    the search just computed) and the record of what was injected are then one INSERT statement: one round trip
+    and one flush to disk."""
     text_storable(clientType=client_type, prompt=prompt, framework=framework, language=language,
                   projectId=project_id, projectName=project_name)
     resolved = project_resolve(principal=principal, project_id=project_id, project_name=project_name,
@@ -131,14 +131,13 @@ def session_open(
         notice = (relevant.notice or (NO_MATCH if not relevant.ids else "")) if relevant is not None else ""
         if relevant is not None and not relevant.ids:
             relevant = None
-    # No model call inside the transaction: the search's vector of the prompt is memoised; without it (the
-    # embedder failed or is slow), the prompt event gets its vector from the batcher after the commit.
-    with transaction.atomic():
-        session = session_start(user=principal.user, project=resolved.project,
-                                client_type=client_type[:CLIENT_TYPE_MAX], prompt=prompt,
-                                framework=framework[:STACK_NAME_MAX], defer_vectors=not memoised(prompt))
-        if relevant is not None:  # knowledge rows are never deleted outright, only marked (deleted_at)
-            applications_record(session=session, knowledge_ids=relevant.ids, role=ApplicationRole.INJECTED)
+    # No model call on the write: the search's vector of the prompt is memoised; without it (the embedder
+    # failed or is slow), the prompt event gets its vector from the batcher after the commit.
+    draft = session_draft(user=principal.user, project=resolved.project, client_type=client_type[:CLIENT_TYPE_MAX],
+                          prompt=prompt, framework=framework[:STACK_NAME_MAX], defer_vectors=not memoised(prompt))
+    injected = [SessionKnowledgeApplication(session=draft.session, knowledge_id=kid, role=ApplicationRole.INJECTED)
+                for kid in dict.fromkeys(relevant.ids if relevant is not None else ())]
+    session = session_insert(draft, with_rows=injected)  # one statement (knowledge rows are never deleted outright)
     items = _soft("start.action_items_failed", lambda: _action_items_injection(session, principal.user.email),
                   {"session": str(session.id)[:8]})
     log_op(logger, "session.open", session=str(session.id)[:8], source=resolved.source,

@@ -112,11 +112,20 @@ def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple
     injected = (started.get("relevantKnowledge") or {}).get("knowledgeIds", [])
     assert injected, started  # the counts below are those of an open that injects
     # auth+count, project, search (BEGIN, the scope's size with the query's lexemes, the full-text list, the fusion,
-    # COMMIT; the project resolved above is not read again), then one transaction for the session INSERT, prompt
-    # event INSERT and injected rows INSERT (BEGIN ... COMMIT: one flush), action items: 13 (19 before issue 17's
-    # second pass; three commits that wait for the disk until its fourth; the rows' stacks read apart until then).
-    assert len(opened) == 13, [s[:80] for s in opened]
-    assert [s.split()[0] for s in opened[-6:]] == ["BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT", "SELECT"]
+    # COMMIT; the project resolved above is not read again), then one INSERT statement for the session, its prompt
+    # event and the injected rows (one flush), action items: 9 (19 before issue 17's second pass; three commits
+    # that wait for the disk until its fourth; a BEGIN, three INSERTs and a COMMIT until its eighth).
+    assert len(opened) == 9, [s[:80] for s in opened]
+    assert [s.split()[0] for s in opened[-3:]] == ["COMMIT", "WITH", "SELECT"]
+    write = opened[-2]
+    assert all(f'INSERT INTO "{table}"' in write for table in (
+        "agent_sessions_session", "agent_sessions_sessionevent", "agent_sessions_sessionknowledgeapplication"))
+    stored = Session.objects.get(pk=started["sessionId"])
+    assert (stored.user_id, stored.project_id, stored.prompt) == (tenant_a.user.pk, tenant_a.project.pk, PROMPT)
+    prompt_event = SessionEvent.objects.get(session=stored, event_type="prompt")
+    assert prompt_event.content == PROMPT and prompt_event.embedding is not None  # the search's vector, memoised
+    assert sorted(str(k) for k in stored.applications.filter(role="injected").values_list("knowledge_id", flat=True)
+                  ) == sorted(injected)
     learning = {"trigger": "pytest fixtures", "rule": "yield the connection and close it in finally",
                 "rationale": "it leaked", "type": "heuristic"}
     _, closed = _call(mcp, session, "brain_report_session_outcome", {
