@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -80,21 +81,28 @@ Asked = tuple[str, str, str, tuple[str, int]]  # type, question, answer text, ev
 
 
 def _session(sid: str, turns: list[tuple[str, str]]) -> tuple[list[dict[str, str]], list[Asked]]:
+    return asked_session(sid, turns, kind=lambda speaker, _question: (
+        "asked-by-companion" if speaker == COMPANION else "asked-by-user"),
+        role=lambda speaker: "assistant" if speaker == COMPANION else "user")
+
+
+def asked_session(sid: str, turns: list[tuple[str, str]], kind: Callable[[str, str], str],
+                  role: Callable[[str], str]) -> tuple[list[dict[str, str]], list[Asked]]:
     """The session's stored turns ("Name: text", asking sentences cut) and its questions with their evidence
-    (session id, position of the answering turn among the stored turns)."""
+    (session id, position of the answering turn among the stored turns). `kind(speaker, question)` types a
+    question; `role(speaker)` is a turn's role."""
     kept: list[tuple[str, str]] = []
     pending: list[tuple[str, str, int]] = []  # (type, question, index in `turns` of the answering turn)
     position: dict[int, int] = {}
     for index, (speaker, text) in enumerate(turns):
         question, rest = split_question(text)
         if question and index + 1 < len(turns) and turns[index + 1][0] != speaker:
-            kind = "asked-by-companion" if speaker == COMPANION else "asked-by-user"
-            pending.append((kind, question, index + 1))
+            pending.append((kind(speaker, question), question, index + 1))
             text = rest
         if text.strip():
             position[index] = len(kept)
             kept.append((speaker, " ".join(text.split())))
-    stored = [{"role": "assistant" if s == COMPANION else "user", "content": f"{s}: {t}"} for s, t in kept]
+    stored = [{"role": role(s), "content": f"{s}: {t}"} for s, t in kept]
     questions = [(kind, q, turns[target][1], (sid, position[target])) for kind, q, target in pending
                  if target in position]
     return stored, questions

@@ -21,9 +21,11 @@ from typing import IO, Any
 
 from brain.bench.baselines import BM25, Cosine, sessions_by_best_turn
 from brain.bench.dialogue import is_dialogue, load_dialogue
+from brain.bench.friendsqa import is_friendsqa, load_friendsqa
 from brain.bench.fusion_dump import dump_line
 from brain.bench.lme import KEYS, Group, Tally, groups_of, load, share_found
 from brain.bench.memorybank import is_memorybank, load_memorybank
+from brain.bench.topicalchat import is_topicalchat, load_topicalchat
 from brain.progress import progress
 
 HELP = "measure session-search recall and latency on LongMemEval records (hybrid, fts, vector)"
@@ -37,7 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, type=Path,
                         help="LongMemEval JSON (.json or .json.gz), or a dialogue set: a directory of "
                              "REALTALK-style conversation files (or one such file), or MemoryBank's "
-                             "memory_bank_en.json (questions built from its chats, brain/bench/memorybank.py)")
+                             "memory_bank_en.json or a Topical-Chat conversations file (questions built from "
+                             "their chats, brain/bench/memorybank.py, brain/bench/topicalchat.py), or a FriendsQA "
+                             "file (brain/bench/friendsqa.py)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--per-type", type=int, default=None,
                         help="only the first N questions of each question type (a stratified subset, file order)")
@@ -222,6 +226,10 @@ def _records(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]]:
     """The dataset's name and its LongMemEval-shaped records (one per question)."""
     if is_memorybank(args.input):
         return "memorybank", load_memorybank(args.input, args.limit)
+    if is_topicalchat(args.input):
+        return "topicalchat", per_type(load_topicalchat(args.input), args.per_type)[: args.limit or None]
+    if is_friendsqa(args.input):
+        return "friendsqa", per_type(load_friendsqa(args.input), args.per_type)[: args.limit or None]
     if is_dialogue(args.input):
         return "dialogue", load_dialogue(args.input, args.limit, args.per_conversation)
     return "longmemeval", per_type(load(args.input, None), args.per_type)[: args.limit or None]
