@@ -33,10 +33,12 @@ SESSION_EVENT_DECAY = 0.5
 EVENT_FUSION: dict[str, Any] = {"max_distance": MAX_COSINE_DISTANCE, "adaptive": True}
 EVENT_LENGTH_PENALTY: dict[str, Any] = {"vector_long_lexemes": 48, "vector_length_b": 0.5,
                                         "fts_long_lexemes": 48, "fts_length_b": 0.5}
-# Reciprocal-rank constants of session search, unless the environment sets them (`BRAIN_RETRIEVAL_RRF_K*`): a
-# steep vector curve and a flatter full-text one kept hybrid at or above both lists on dev120 and MemoryBank,
-# where one k for both did not (docs/benchmarks.md, issue 16, ninth step).
-EVENT_RANK_CONSTANTS: dict[str, Any] = {"rrf_k": 4, "rrf_k_vector": 1}
+# Reciprocal-rank constant of session search, unless the environment sets it (`BRAIN_RETRIEVAL_RRF_K*`): one steep
+# curve (k 1) for both lists, so a first place counts and neither list is favoured before the query's shares
+# speak. A steeper vector curve (k 1 against 4) suited sets where the vector list leads and sank hybrid below the
+# full-text list where that one leads (FriendsQA, authored questions about short chat); k 1 for both was within
+# a few questions of the better list on all five sets (docs/benchmarks.md, issue 16, tenth step).
+EVENT_RANK_CONSTANTS: dict[str, Any] = {"rrf_k": 1, "rrf_k_vector": 0}
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
 EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)
 

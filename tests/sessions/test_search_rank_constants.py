@@ -1,7 +1,7 @@
-"""Session search's reciprocal-rank curves: a steep one for the vector list (k 1) and a flatter one for the full
-text (k 4), each overridable from the environment, while knowledge search keeps one k for both lists; and the
-fused-score ceiling that normalises event scores follows the two curves (docs/benchmarks.md, issue 16, ninth
-step). A second tenant's events never reach the first tenant's search."""
+"""Session search's reciprocal-rank curve: one steep curve (k 1) for both lists, each list's k overridable from
+the environment, while knowledge search keeps its own k; and the fused-score ceiling that normalises event
+scores follows the curves, also when they differ (docs/benchmarks.md, issue 16, tenth step). A second tenant's
+events never reach the first tenant's search."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from sessions.services.events import EventDraft, session_events_log_many, sessio
 from tests.conftest import Tenant
 
 
-def test_session_search_uses_its_own_curves_unless_the_environment_sets_them() -> None:
+def test_session_search_uses_its_own_curve_unless_the_environment_sets_it() -> None:
     fusion = event_fusion()
-    assert (fusion.rrf_k_vector, fusion.rrf_k, fusion.adaptive) == (1, 4, True)
+    assert (fusion.rrf_k_vector, fusion.rrf_k, fusion.adaptive) == (0, 1, True)  # 0: the vector list's k is rrf_k
+    assert fusion_from_settings().rrf_k != fusion.rrf_k
     with override_settings(BRAIN_RETRIEVAL={**settings.BRAIN_RETRIEVAL, "rrf_k": 9, "rrf_k_vector": 3}):
         assert (event_fusion().rrf_k_vector, event_fusion().rrf_k) == (3, 9)
     knowledge = fusion_from_settings()
