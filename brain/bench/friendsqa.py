@@ -20,6 +20,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from brain.bench.lme import json_object
+
 SESSIONS = 27  # scenes per haystack, about
 SCENE = "Scene"  # the speaker of the transcript's stage directions (#NOTE#)
 _START = date(2023, 1, 2)
@@ -31,12 +33,7 @@ _GONNA = re.compile(r"\b(gon|wan|got) (na|ta)\b", re.IGNORECASE)
 
 def is_friendsqa(path: Path) -> bool:
     """A JSON object with `data`: scenes whose paragraphs hold `utterances:` and `qas`."""
-    if path.is_dir() or path.suffix != ".json":
-        return False
-    with path.open(encoding="utf-8") as fh:
-        if fh.read(1) != "{":
-            return False
-    data = json.loads(path.read_text(encoding="utf-8")).get("data")
+    data = (json_object(path) or {}).get("data")
     return isinstance(data, list) and bool(data) and all(
         isinstance(p, dict) and "utterances:" in p and "qas" in p
         for scene in data for p in scene.get("paragraphs", [{}]))

@@ -22,6 +22,18 @@ class Group:
     questions: list[dict[str, Any]] = field(default_factory=list)
 
 
+def json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object a `.json` file holds, or None for a directory, another suffix or a file that does not
+    start with "{" (read no further): how the bench tells one dataset's file from another's."""
+    if path.is_dir() or path.suffix != ".json":
+        return None
+    with path.open(encoding="utf-8") as fh:
+        if fh.read(1) != "{":
+            return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else None
+
+
 def load(path: Path, limit: int | None) -> list[dict[str, Any]]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as fh:

@@ -24,6 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from brain.bench.lme import json_object
+
 COMPANION = "AI companion"
 # A sentence is the shortest run of text ending in ".", "!" or "?" (quotes and spaces after it included).
 _CLOSERS = "\"')\u201d\u2019"  # straight and curly closing quotes, a closing parenthesis
@@ -32,12 +34,7 @@ _SENTENCE = re.compile(rf"[^.!?]*[.!?]+[{_CLOSERS}]*\s*|[^.!?]+$")
 
 def is_memorybank(path: Path) -> bool:
     """A JSON object whose values hold a `history` of dated sessions."""
-    if path.is_dir() or path.suffix != ".json":
-        return False
-    with path.open(encoding="utf-8") as fh:
-        if fh.read(1) != "{":
-            return False
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = json_object(path)
     return bool(data) and all(isinstance(v, dict) and isinstance(v.get("history"), dict) for v in data.values())
 
 

@@ -22,6 +22,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from brain.bench.lme import json_object
 from brain.bench.memorybank import Asked, asked_session
 
 SESSIONS = 27  # conversations per haystack
@@ -36,12 +37,7 @@ _START = date(2023, 1, 2)
 
 def is_topicalchat(path: Path) -> bool:
     """A JSON object whose values hold a `content` list of turns with `message` and `agent`."""
-    if path.is_dir() or path.suffix != ".json":
-        return False
-    with path.open(encoding="utf-8") as fh:
-        if fh.read(1) != "{":
-            return False
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = json_object(path)
     return bool(data) and all(
         isinstance(v, dict) and isinstance(v.get("content"), list)
         and all(isinstance(t, dict) and "message" in t and "agent" in t for t in v["content"])
