@@ -80,8 +80,8 @@ def _ingest(user: Any, group: Group, index: int, progress: Any) -> tuple[Any, di
         batches.append((session, drafts))
         sids.append(sid)
         event_keys[session.id] = (sid, -1)
-    # One embed call per haystack (issue 17): sorted by length across its sessions, the batches are fuller and
-    # less padded than one call per session (~30% less CPU per turn, docs/benchmarks.md "Second pass").
+    # One bulk ingest per haystack: its texts are embedded a chunk ahead of the inserts, so the model and the
+    # database's index work overlap (docs/benchmarks.md, issue 17, "Eighth pass").
     for sid, events in zip(sids, session_events_ingest(batches=batches), strict=True):
         for n, event in enumerate(events):
             event_keys[event.id] = (sid, n)

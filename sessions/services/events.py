@@ -1,6 +1,7 @@
-"""Writes of agent sessions and their events. Event text is embedded before the transaction or, batched, after
-the commit; events an agent logs itself are validated (types, payload size) and only land in the caller's open
-session (in one statement when vectors are batched: sessions/services/event_fast.py)."""
+"""Writes of agent sessions and their events. Event text is embedded before the transaction, batched after the
+commit, or, in a bulk ingest, a chunk ahead of the inserts; events an agent logs itself are validated (types,
+payload size) and only land in the caller's open session (in one statement when vectors are batched:
+sessions/services/event_fast.py)."""
 
 from __future__ import annotations
 
