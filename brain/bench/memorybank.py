@@ -67,14 +67,20 @@ def _user_records(name: str, history: dict[str, list[dict[str, str]]]) -> list[d
         dates.append(datetime.strptime(day, "%Y-%m-%d").strftime("%Y/%m/%d (%a) %H:%M"))
         sessions.append(stored)
         asked += questions
-    return [{
-        "question_id": f"{name}:q{i}", "question_type": qtype, "question": question, "answer": answer,
-        "haystack_session_ids": ids, "haystack_dates": dates, "haystack_sessions": sessions,
-        "answer_session_ids": [evidence[0]], "evidence_turns": [list(evidence)],
-    } for i, (qtype, question, answer, evidence) in enumerate(asked)]
+    return asked_records(name, ids, dates, sessions, asked)
 
 
 Asked = tuple[str, str, str, tuple[str, int]]  # type, question, answer text, evidence (session id, position)
+
+
+def asked_records(prefix: str, ids: list[str], dates: list[str], sessions: list[list[dict[str, str]]],
+                  asked: list[Asked]) -> list[dict[str, Any]]:
+    """One record per asked question of a haystack, each scored on its own answering turn."""
+    return [{
+        "question_id": f"{prefix}:q{i}", "question_type": qtype, "question": question, "answer": answer,
+        "haystack_session_ids": ids, "haystack_dates": dates, "haystack_sessions": sessions,
+        "answer_session_ids": [evidence[0]], "evidence_turns": [list(evidence)],
+    } for i, (qtype, question, answer, evidence) in enumerate(asked)]
 
 
 def _session(sid: str, turns: list[tuple[str, str]]) -> tuple[list[dict[str, str]], list[Asked]]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.bench.lme import json_object
-from brain.bench.memorybank import Asked, asked_session
+from brain.bench.memorybank import asked_records, asked_session
 
 SESSIONS = 27  # conversations per haystack
 MIN_WORDS = 5  # the fewest words of a question and of its evidence turn (the speaker's name not counted)
@@ -66,17 +66,7 @@ def _haystack(index: int, conversations: list[tuple[str, dict[str, Any]]]) -> li
         sessions.append(stored)
         asked += questions
     kept = [q for q in asked if len(q[1].split()) >= MIN_WORDS and len(q[2].split()) >= MIN_WORDS]
-    return [_record(index, i, ids, dates, sessions, question) for i, question in enumerate(kept)]
-
-
-def _record(index: int, i: int, ids: list[str], dates: list[str], sessions: list[list[dict[str, str]]],
-            question: Asked) -> dict[str, Any]:
-    qtype, text, answer, evidence = question
-    return {
-        "question_id": f"h{index}:q{i}", "question_type": qtype, "question": text, "answer": answer,
-        "haystack_session_ids": ids, "haystack_dates": dates, "haystack_sessions": sessions,
-        "answer_session_ids": [evidence[0]], "evidence_turns": [list(evidence)],
-    }
+    return asked_records(f"h{index}", ids, dates, sessions, kept)
 
 
 def _kind(_speaker: str, question: str) -> str:

@@ -126,11 +126,11 @@ def session_events_ingest(*, batches: Sequence[tuple[Session, Sequence[EventDraf
     chunks = [rows[start:start + INGEST_CHUNK] for start in range(0, len(rows), INGEST_CHUNK)]
     created: list[SessionEvent] = []
     with transaction.atomic(), ThreadPoolExecutor(1, thread_name_prefix="ingest-embed") as ahead:
-        pending = ahead.submit(_vectors_for, chunks[0]) if chunks else None
+        vectors = [ahead.submit(_vectors_for, chunks[0])] if chunks else []
         for index, chunk in enumerate(chunks):
-            vectors = pending.result() if pending else ({}, "")
-            pending = ahead.submit(_vectors_for, chunks[index + 1]) if index + 1 < len(chunks) else None
-            created += SessionEvent.objects.bulk_create(_with_vectors(chunk, vectors))
+            if index + 1 < len(chunks):  # queued behind this chunk's own: the helper runs one chunk ahead
+                vectors.append(ahead.submit(_vectors_for, chunks[index + 1]))
+            created += SessionEvent.objects.bulk_create(_with_vectors(chunk, vectors[index].result()))
     out, start = [], 0
     for _, drafts in batches:
         out.append(created[start:start + len(drafts)])
@@ -141,8 +141,9 @@ def session_events_ingest(*, batches: Sequence[tuple[Session, Sequence[EventDraf
 def _vectors_for(rows: Sequence[SessionEvent]) -> tuple[dict[int, list[float]], str]:
     """The vectors of the rows that have text, by position, and the model's name ({} when the embedder is off)."""
     indexed = [i for i, row in enumerate(rows) if row.content.strip()]
-    vectors, model = embed_or_none([rows[i].content for i in indexed], op="session.embed_failed") if indexed \
-        else (None, "")
+    if not indexed:
+        return {}, ""
+    vectors, model = embed_or_none([rows[i].content for i in indexed], op="session.embed_failed")
     return (dict(zip(indexed, vectors, strict=True)) if vectors else {}), model
 
 
