@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from brain.logs import log_op
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
+from knowledge.search_neighbours import RowOrder, neighbour_ctes
 from knowledge.term_stats import TermStats, generating_terms, term_stats
 
 logger = logging.getLogger(__name__)
@@ -115,6 +116,9 @@ class Fusion:
     vector_length_b: float = VECTOR_LENGTH_B
     fts_long_lexemes: int = FTS_LONG_LEXEMES  # 0: plain BM25
     fts_length_b: float = FTS_LENGTH_B
+    # The share of each neighbouring row's words and length a row's BM25 counts (knowledge/search_neighbours.py),
+    # for tables whose rows form sequences (`hybrid_candidates(order=...)`); 0: the row's own words alone.
+    fts_neighbours: float = 0.0
     exact_rows: int = EXACT_ROWS  # scopes of at most this many rows are searched exactly (0: never)
     # Per-query list shares from score shape (`_weights_cte`). Session search turns it on; knowledge search
     # keeps fixed shares because its injection floor is calibrated on them (docs/benchmarks.md, issue 16).
@@ -174,7 +178,7 @@ def _vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
         WHERE dist <= %(maxdist)s"""  # noqa: S608 - names and fixed SQL only; values are parameters
 
 
-def _fts_ctes(table: str, scope: Scope) -> str:
+def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None) -> str:
     """Full-text candidates scored by Okapi BM25: for each query term, its count in the row (from the
     tsvector's positions) saturated by BM25_K1 and normalised by the row's length in tokens relative to
     the candidates' average (b = BM25_B), times the term's inverse document frequency in the caller's scope
@@ -189,25 +193,31 @@ def _fts_ctes(table: str, scope: Scope) -> str:
     Candidates are the rows holding any of the generating terms (the rarer query terms, see
     `knowledge.term_stats`) plus the rows matching the whole query (which `websearch_to_tsquery` may widen
     with "or"), at most `fts_cap` of each: every matching row of a small scope (EXACT_ROWS), FTS_SCAN_CAP
-    otherwise, so the best full-text hits survive even when common words match much of the table."""
+    otherwise, so the best full-text hits survive even when common words match much of the table.
+
+    With `order`, each row is scored with its neighbours' words too (knowledge/search_neighbours.py)."""
     # Both tsqueries reach the planner as constants, so it can weigh the GIN index against the scope's
     # own indexes (a small project is cheaper to scan than a common term's posting list).
     tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
     pivot = _length_pivot(str(BM25_B), "h.len", "n.avg_len")
     long_penalty = _long_row_penalty("%(ftslenb)s", "max(h.lex)", "%(ftslonglex)s")
-    return f"""
-    fts_pool AS (
-        SELECT DISTINCT ON (m.id) m.id, m.sv, m.len FROM (
-            (SELECT t.id, t.search_vector AS sv, t.search_tokens AS len FROM {table} t
-             WHERE {scope.sql} AND t.search_vector @@ %(tsq_gen)s::tsquery LIMIT %(fts_cap)s)
-            UNION ALL
-            (SELECT t.id, t.search_vector AS sv, t.search_tokens AS len FROM {table} t
-             WHERE {scope.sql} AND t.search_vector @@ {tsq_all} LIMIT %(fts_cap)s)
-        ) m ORDER BY m.id),
+    own_lexemes = "unnest(ts_filter(setweight(p.sv, 'B', %(lexemes)s::text[]), '{b}'))"
+    extra = order.pool_columns() if order else ""
+    terms = neighbour_ctes(own_lexemes) if order else f"""
     fts_terms AS (
         SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, p.len, length(p.sv) AS lex
-        FROM fts_pool p CROSS JOIN LATERAL unnest(ts_filter(setweight(p.sv, 'B', %(lexemes)s::text[]), '{{b}}')) u),
-    fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1) AS avg_len FROM fts_pool),
+        FROM fts_pool p CROSS JOIN LATERAL {own_lexemes} u),"""  # noqa: S608 - fixed SQL only
+    return f"""
+    fts_pool AS (
+        SELECT DISTINCT ON (m.id) m.* FROM (
+            (SELECT t.id, t.search_vector AS sv, t.search_tokens AS len{extra} FROM {table} t
+             WHERE {scope.sql} AND t.search_vector @@ %(tsq_gen)s::tsquery LIMIT %(fts_cap)s)
+            UNION ALL
+            (SELECT t.id, t.search_vector AS sv, t.search_tokens AS len{extra} FROM {table} t
+             WHERE {scope.sql} AND t.search_vector @@ {tsq_all} LIMIT %(fts_cap)s)
+        ) m ORDER BY m.id),{terms}
+    fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1) AS avg_len
+              FROM {"fts_rows" if order else "fts_pool"}),
     fts_hits AS (
         SELECT w.id, w.tf::float8 AS tf, w.len, w.lex, e.est, count(*) OVER (PARTITION BY w.lexeme) AS df
         FROM fts_terms w JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = w.lexeme),
@@ -241,8 +251,8 @@ def _weights_cte() -> str:
                            ELSE 1 END AS sv FROM conf)"""  # noqa: S608 - constants and fixed SQL only
 
 
-def _fts_list_sql(table: str, scope: Scope) -> str:
-    return f"WITH {_fts_ctes(table, scope)} SELECT id, rnk, score FROM fts"  # noqa: S608
+def _fts_list_sql(table: str, scope: Scope, order: RowOrder | None) -> str:
+    return f"WITH {_fts_ctes(table, scope, order)} SELECT id, rnk, score FROM fts"  # noqa: S608
 
 
 def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool) -> str:
@@ -283,19 +293,22 @@ class _FtsList:
     scores: list[float] = field(default_factory=list)
 
 
-def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: _Scoped, fusion: Fusion) -> _FtsList:
+def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: _Scoped, fusion: Fusion,
+              order: RowOrder | None) -> _FtsList:
     params = {**scope.params, "qtext": query, "scope_n": scoped.rows, "n": fusion.candidates,
-              "ftslonglex": max(fusion.fts_long_lexemes, 1),
+              "ftslonglex": max(fusion.fts_long_lexemes, 1), "nbshare": fusion.fts_neighbours,
               "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0, **_fts_terms(scoped, fusion)}
-    cursor.execute(_fts_list_sql(table, scope), params)
+    cursor.execute(_fts_list_sql(table, scope, order if fusion.fts_neighbours > 0 else None), params)
     rows = cursor.fetchall()
     return _FtsList([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
 
 
 def hybrid_candidates(
-    *, table: str, columns: str, scope: Scope, query: str, mode: Mode, fusion: Fusion
+    *, table: str, columns: str, scope: Scope, query: str, mode: Mode, fusion: Fusion, order: RowOrder | None = None,
 ) -> CandidateSet:
-    """Top `fusion.candidates` rows of `table` inside `scope`, fused by RRF; falls back to FTS alone.
+    """Top `fusion.candidates` rows of `table` inside `scope`, fused by RRF; falls back to FTS alone. With
+    `order` (rows in sequences, such as a session's events) and `fusion.fts_neighbours`, a row's full-text score
+    counts its neighbours' words.
 
     The model embeds the query on a pool thread while this thread ranks the full-text list in PostgreSQL (one
     statement); the fusion statement then ranks the vector list and fuses it with the full-text list's rows.
@@ -304,13 +317,13 @@ def hybrid_candidates(
     embedding = embed_query_soon(query) if mode != "fts" else None
     with transaction.atomic(), connection.cursor() as cursor:
         scoped = _scoped(cursor, table, scope, query, fusion)
-        fts = _fts_list(cursor, table, scope, query, scoped, fusion) if mode != "vector" else _FtsList()
+        fts = _fts_list(cursor, table, scope, query, scoped, fusion, order) if mode != "vector" else _FtsList()
         waiting = time.perf_counter()
         vector, model, notice = _query_vector(embedding)
         waited = time.perf_counter() - waiting
         use_vec = vector is not None
         if not use_vec and mode == "vector":  # no vectors after all: the full-text list stands in
-            fts = _fts_list(cursor, table, scope, query, scoped, fusion)
+            fts = _fts_list(cursor, table, scope, query, scoped, fusion, order)
         use_fts = mode != "vector" or not use_vec
         params = _fusion_params(scope, fusion, vector, model, use_fts=use_fts) | {
             "fts_id": fts.ids, "fts_rnk": fts.ranks, "fts_score": fts.scores}

@@ -70,6 +70,10 @@ class SessionEvent(TimestampedModel):
     payload = models.JSONField(default=dict, blank=True)
     content = models.TextField(blank=True, help_text="the searchable text of the event")
     occurred_at = models.DateTimeField()
+    # Its place in the session, 0 first, in logging order (events of one batch share `occurred_at`). Session
+    # search scores a turn with its neighbours' words (knowledge/search.py, `Fusion.fts_neighbours`). Two events
+    # logged at the same instant into one session may share a position; None: its session's order is unknown.
+    position = models.IntegerField(null=True, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=120, blank=True)
     search_vector = models.GeneratedField(
@@ -84,6 +88,7 @@ class SessionEvent(TimestampedModel):
         ordering = ["occurred_at", "created_at"]
         indexes = [
             models.Index(fields=["session", "occurred_at"], name="event_session_occurred"),
+            models.Index(fields=["session", "position"], name="event_session_position"),
             models.Index(fields=["user", "project"], name="event_user_project"),
             GinIndex(fields=["search_vector"], name="event_search_gin"),
             HnswIndex(

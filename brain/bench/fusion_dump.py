@@ -24,7 +24,7 @@ def dump_line(principal: Any, project: Any, question: dict[str, Any], keys: dict
     as the selector builds them, and the engine's hybrid events and sessions in their order. A row's `turn` is
     its (session key, turn number) in the dataset, its `session` the stored session's id."""
     from knowledge.search import hybrid_candidates
-    from sessions.selectors.search import EVENT_TABLE, event_fusion, session_event_scope
+    from sessions.selectors.search import EVENT_ORDER, EVENT_TABLE, event_fusion, session_event_scope
 
     scope = session_event_scope(principal=principal, project_id=project.id)
     # The selector's own fusion (long-row penalties included): a dump of other lists would not replay the engine.
@@ -32,7 +32,7 @@ def dump_line(principal: Any, project: Any, question: dict[str, Any], keys: dict
     lists: dict[str, list[dict[str, Any]]] = {}
     for mode in ("fts", "vector"):
         found = hybrid_candidates(table=EVENT_TABLE, columns="t.session_id", scope=scope,
-                                  query=question["question"], mode=mode, fusion=fusion)
+                                  query=question["question"], mode=mode, fusion=fusion, order=EVENT_ORDER)
         lists[mode] = [{
             "id": str(c.id), "turn": list(keys[c.id]), "session": str(c.row["session_id"]),
             "rank": c.fts_rank if mode == "fts" else c.vec_rank,

@@ -15,6 +15,7 @@ from brain.errors import ValidationFailed
 from brain.text import text_storable
 from knowledge.scoring import Context, Weights, rescore_candidates
 from knowledge.search import MAX_COSINE_DISTANCE, Fusion, Mode, Scope, hybrid_candidates
+from knowledge.search_neighbours import RowOrder
 from knowledge.selectors.search import fusion_from_settings
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible, projects_visible
@@ -39,6 +40,11 @@ EVENT_LENGTH_PENALTY: dict[str, Any] = {"vector_long_lexemes": 48, "vector_lengt
 # full-text list where that one leads (FriendsQA, authored questions about short chat); k 1 for both was within
 # a few questions of the better list on all five sets (docs/benchmarks.md, issue 16, tenth step).
 EVENT_RANK_CONSTANTS: dict[str, Any] = {"rrf_k": 1, "rrf_k_vector": 0}
+# A turn's BM25 counts half of each neighbouring turn's words and length, unless the environment sets it
+# (`BRAIN_RETRIEVAL_FTS_NEIGHBOURS`): short chat turns answer the turn before them or are named by the one after
+# (knowledge/search_neighbours.py; docs/benchmarks.md, issue 16, eleventh step).
+EVENT_NEIGHBOURS: dict[str, Any] = {"fts_neighbours": 0.5}
+EVENT_ORDER = RowOrder(group="session_id", position="position")
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
 EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)
 
@@ -72,7 +78,7 @@ class SessionSearchResult:
 
 
 def event_fusion() -> Fusion:
-    defaults = {**EVENT_LENGTH_PENALTY, **EVENT_RANK_CONSTANTS}
+    defaults = {**EVENT_LENGTH_PENALTY, **EVENT_RANK_CONSTANTS, **EVENT_NEIGHBOURS}
     unset = {name: value for name, value in defaults.items() if settings.BRAIN_RETRIEVAL.get(name) is None}
     return fusion_from_settings(**EVENT_FUSION, **unset)
 
@@ -107,7 +113,7 @@ def session_search(
     scope = session_event_scope(principal=principal, project_id=project_id, since=since, until=until)
     found = hybrid_candidates(
         table=EVENT_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,
-        fusion=fusion or event_fusion(),
+        fusion=fusion or event_fusion(), order=EVENT_ORDER,
     )
     events = [
         _event_hit(row, score, terms if explain else {})

@@ -1,5 +1,6 @@
 """brain_log_event in one statement: the ownership check of the session, the event's insert (its full-text is a
-generated column) and nothing else. The vector follows from the batcher after the commit.
+generated column, its position one past the session's last, read from the (session, position) index) and
+nothing else. The vector follows from the batcher after the commit.
 
 It stands for the locked session read (`session_owned(..., for_update=True)`) and the insert that followed it.
 The SELECT feeding the INSERT is `sessions_owned`'s scope written out (the caller's own session, in a project
@@ -34,10 +35,20 @@ def _fields() -> list[Any]:
     return [f for f in SessionEvent._meta.concrete_fields if not getattr(f, "generated", False)]
 
 
+def _value(name: str, event: str) -> str:
+    """What the INSERT's SELECT writes into one column: the session row's own, the session's next position
+    (one past its last, from the (session, position) index), or the parameter of that name."""
+    if name in FROM_SESSION:
+        return f's."{name}"'
+    if name == "position":
+        return f'(SELECT coalesce(max(e.position) + 1, 0) FROM "{event}" AS e WHERE e.session_id = s.session_id)'  # noqa: S608
+    return f"%({name})s"
+
+
 @cache
 def _statement() -> str:
     event, session, project = SessionEvent._meta.db_table, Session._meta.db_table, Project._meta.db_table
-    values = ", ".join(f's."{f.attname}"' if f.attname in FROM_SESSION else f"%({f.attname})s" for f in _fields())
+    values = ", ".join(_value(f.attname, event) for f in _fields())
     columns = ", ".join(f'"{f.column}"' for f in _fields())
     # Table and column names come from the models only; every value is a parameter.
     return f"""INSERT INTO "{event}" ({columns})
@@ -45,7 +56,7 @@ def _statement() -> str:
           SELECT s.id AS session_id, s.project_id FROM "{session}" AS s JOIN "{project}" AS p ON p.id = s.project_id
           WHERE s.id = %(sid)s AND s.user_id = %(user)s AND s.ended_at IS NULL AND {visible_project_sql("p")}
           FOR KEY SHARE OF s) AS s
-        RETURNING project_id"""  # noqa: S608
+        RETURNING project_id, position"""  # noqa: S608
 
 
 def event_insert_owned(
@@ -60,13 +71,13 @@ def event_insert_owned(
     now = timezone.now()
     event = SessionEvent(session_id=pk, user_id=principal.user.pk, event_type=event_type, payload=payload,
                          content=content, occurred_at=now, embedding=None, embedding_model="")
-    params = db_values(event, [f for f in _fields() if f.attname not in FROM_SESSION])
+    params = db_values(event, [f for f in _fields() if f.attname not in (*FROM_SESSION, "position")])
     with connection.cursor() as cursor:
         cursor.execute(_statement(), {**params, **visible_project_params(principal), "sid": pk})
         row = cursor.fetchone()
     if row is None:
         return None
-    event.project_id = row[0]
+    event.project_id, event.position = row
     event._state.adding = False
     event._state.db = connection.alias
     return event

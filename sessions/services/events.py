@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Model
+from django.db.models import Max, Model
 from django.utils import timezone
 
 from brain.errors import ValidationFailed
@@ -91,15 +91,27 @@ def _rows(pairs: Sequence[tuple[Session, EventDraft]], *, embed: bool) -> list[S
     for _, draft in pairs:
         _validate(draft)
     now = timezone.now()
-    rows = [
-        SessionEvent(
+    following = _next_positions({session.pk for session, _ in pairs if not session._state.adding})
+    rows = []
+    for session, d in pairs:
+        position = following.get(session.pk, 0)
+        following[session.pk] = position + 1
+        rows.append(SessionEvent(
             session=session, user_id=session.user_id, project_id=session.project_id, event_type=d.event_type,
-            payload=d.payload, content=d.content, occurred_at=d.occurred_at or now, embedding=None,
-            embedding_model="",
-        )
-        for session, d in pairs
-    ]
+            payload=d.payload, content=d.content, occurred_at=d.occurred_at or now, position=position,
+            embedding=None, embedding_model="",
+        ))
     return _with_vectors(rows, _vectors_for(rows)) if embed else rows
+
+
+def _next_positions(session_ids: set[Any]) -> dict[Any, int]:
+    """The position each session's next event takes (sessions without events are absent: they start at 0). A
+    session not stored yet (its prompt event goes in with it) has none: no query."""
+    if not session_ids:
+        return {}
+    last = (SessionEvent.objects.filter(session_id__in=session_ids, position__isnull=False)
+            .values("session_id").annotate(last=Max("position")).values_list("session_id", "last"))
+    return {session_id: position + 1 for session_id, position in last}
 
 
 def session_events_log_many(

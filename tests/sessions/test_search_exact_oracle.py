@@ -18,10 +18,10 @@ from django.db import connection
 from django.utils import timezone
 
 from knowledge.embeddings import embed_query
-from knowledge.search import BM25_B, BM25_K1, MAX_COSINE_DISTANCE
+from knowledge.search import BM25_B, BM25_K1, MAX_COSINE_DISTANCE, hybrid_candidates
 from knowledge.selectors.search import fusion_from_settings
 from sessions.models import SessionEvent
-from sessions.selectors.search import session_search
+from sessions.selectors.search import EVENT_ORDER, EVENT_TABLE, event_fusion, session_event_scope, session_search
 from sessions.services.events import EventDraft, session_events_log_many, session_start
 from tests.conftest import Tenant
 
@@ -71,29 +71,57 @@ def test_vector_list_is_the_exact_cosine_top_k(chat: None, tenant_a: Tenant) -> 
         assert found == pytest.approx(exact, abs=1e-5), query
 
 
-def _bm25_oracle(tenant: Tenant, query: str) -> list[Any]:
-    """Okapi BM25 over the stored lexemes of tenant A's events: tf from positions, length in tokens,
-    IDF over all of the scope's rows, ties by id."""
+def _bm25_oracle(tenant: Tenant, query: str, share: float = 0.0) -> dict[Any, float]:
+    """Okapi BM25 over the stored lexemes of tenant A's events: tf from positions, length in tokens, IDF over
+    all of the scope's rows. With `share`, a matching row also counts that share of the lexemes and length of
+    each matching row just before or after it in its session (knowledge/search_neighbours.py)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id, (SELECT array_agg(lexeme || ' ' || coalesce(array_length(positions, 1), 1)) "
-                       "FROM unnest(search_vector)) FROM agent_sessions_sessionevent WHERE user_id = %s",
-                       [tenant.user.id])
-        docs = {row_id: Counter({lex: int(n) for lex, n in (item.rsplit(" ", 1) for item in lexemes or [])})
-                for row_id, lexemes in cursor.fetchall()}
+        cursor.execute("SELECT id, session_id, position, (SELECT array_agg(lexeme || ' ' || "
+                       "coalesce(array_length(positions, 1), 1)) FROM unnest(search_vector)) "
+                       "FROM agent_sessions_sessionevent WHERE user_id = %s", [tenant.user.id])
+        rows = cursor.fetchall()
         cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [query])
         terms = cursor.fetchone()[0]
-    matching = {i: tf for i, tf in docs.items() if any(t in tf for t in terms)}
-    average = sum(sum(tf.values()) or 1 for tf in matching.values()) / len(matching)
-    df = {t: sum(1 for tf in matching.values() if t in tf) for t in terms}
+    own = {row_id: Counter({lex: int(n) for lex, n in (item.rsplit(" ", 1) for item in lexemes or [])})
+           for row_id, _, _, lexemes in rows}
+    matching = {i for i, tf in own.items() if any(t in tf for t in terms)}
+    place = {(session, position): i for i, session, position, _ in rows if i in matching}
+    near = {i: [place[(session, position + d)] for d in (-1, 1) if (session, position + d) in place]
+            for i, session, position, _ in rows if i in matching}
+    tf = {i: Counter({t: own[i][t] + share * sum(own[j][t] for j in near[i]) for t in terms}) for i in matching}
+    length = {i: (sum(own[i].values()) or 1) + share * sum(sum(own[j].values()) or 1 for j in near[i])
+              for i in matching}
+    average = sum(length.values()) / len(matching)
+    df = {t: sum(1 for i in matching if tf[i][t] > 0) for t in terms}
 
-    def score(tf: Counter[str]) -> float:
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * (sum(tf.values()) or 1) / average)
-        return sum(math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5)) * tf[t] * (BM25_K1 + 1) / (tf[t] + norm)
-                   for t in terms if t in tf)
+    def score(i: Any) -> float:
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length[i] / average)
+        return sum(math.log(1 + (len(own) - df[t] + 0.5) / (df[t] + 0.5)) * tf[i][t] * (BM25_K1 + 1)
+                   / (tf[i][t] + norm) for t in terms if tf[i][t] > 0)
 
-    return [i for _, i in sorted(((-round(score(tf), 9), i) for i, tf in matching.items()))][:10]
+    return {i: score(i) for i in matching}
+
+
+def _top(scores: dict[Any, float]) -> list[Any]:
+    return [i for _, i in sorted((-round(score, 9), i) for i, score in scores.items())][:10]
 
 
 def test_fts_list_is_the_bm25_order_over_the_scope(chat: None, tenant_a: Tenant) -> None:
     for query in QUERIES:
-        assert _ranked(tenant_a, query, "fts")[:10] == _bm25_oracle(tenant_a, query), query
+        assert _ranked(tenant_a, query, "fts")[:10] == _top(_bm25_oracle(tenant_a, query)), query
+
+
+def test_fts_list_with_neighbours_is_the_bm25_of_each_turn_in_context(chat: None, tenant_a: Tenant) -> None:
+    """Session search's default: half of each neighbouring turn's words and length. Scores, not only the order,
+    must match; and they must differ from the turn-alone scores (the neighbours were counted)."""
+    fusion = event_fusion()
+    assert fusion.fts_neighbours == 0.5
+    for query in [*QUERIES, "Maya cat name pottery"]:
+        found = hybrid_candidates(table=EVENT_TABLE, columns="t.id AS event_id", query=query, mode="fts",
+                                  fusion=fusion, order=EVENT_ORDER,
+                                  scope=session_event_scope(principal=tenant_a.principal))
+        oracle, alone = _bm25_oracle(tenant_a, query, share=0.5), _bm25_oracle(tenant_a, query)
+        got = {c.id: c.fts_score for c in found.candidates}
+        assert sorted(got.values(), reverse=True)[:10] == pytest.approx(sorted(oracle.values(), reverse=True)[:10])
+        assert all(got[i] == pytest.approx(oracle[i]) for i in got), query
+    assert any(oracle[i] != pytest.approx(alone[i]) for i in oracle)
