@@ -233,6 +233,8 @@ BRAIN_RETRIEVAL = {
     "fts_length_b": env_override("BRAIN_RETRIEVAL_FTS_LENGTH_B", float),
     "fts_long_lexemes": env_override("BRAIN_RETRIEVAL_FTS_LONG_LEXEMES", int),
     "fts_neighbours": env_override("BRAIN_RETRIEVAL_FTS_NEIGHBOURS", float),
+    "neighbours": env_override("BRAIN_RETRIEVAL_NEIGHBOURS", float),
+    "neighbour_lexemes": env_override("BRAIN_RETRIEVAL_NEIGHBOUR_LEXEMES", int),
     "exact_rows": env_override("BRAIN_RETRIEVAL_EXACT_ROWS", int),
     "max_distance": env_override("BRAIN_RETRIEVAL_MAX_DISTANCE", float),
     "decay_floor": env_override("BRAIN_RETRIEVAL_DECAY_FLOOR", float),

@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from brain.logs import log_op
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
-from knowledge.search_neighbours import RowOrder, neighbour_ctes
+from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes
 from knowledge.term_stats import TermStats, generating_terms, term_stats
 
 logger = logging.getLogger(__name__)
@@ -119,6 +119,10 @@ class Fusion:
     # The share of each neighbouring row's words and length a row's BM25 counts (knowledge/search_neighbours.py),
     # for tables whose rows form sequences (`hybrid_candidates(order=...)`); 0: the row's own words alone.
     fts_neighbours: float = 0.0
+    # The share of each found neighbour's fused score a fused row adds, for such tables, when both lists are fused
+    # (knowledge/search_neighbours.py); 0: each row's own.
+    neighbours: float = 0.0
+    neighbour_lexemes: int = 20  # only rows of at most this many distinct lexemes count neighbours, and only such
     exact_rows: int = EXACT_ROWS  # scopes of at most this many rows are searched exactly (0: never)
     # Per-query list shares from score shape (`_weights_cte`). Session search turns it on; knowledge search
     # keeps fixed shares because its injection floor is calibrated on them (docs/benchmarks.md, issue 16).
@@ -255,8 +259,10 @@ def _fts_list_sql(table: str, scope: Scope, order: RowOrder | None) -> str:
     return f"WITH {_fts_ctes(table, scope, order)} SELECT id, rnk, score FROM fts"  # noqa: S608
 
 
-def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool) -> str:
-    """The fusion: the vector list ranked here, the full-text list as the arrays its own statement returned."""
+def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, smooth: RowOrder | None) -> str:
+    """The fusion: the vector list ranked here, the full-text list as the arrays its own statement returned;
+    with `smooth`, each fused score plus a share of its found neighbours' (knowledge/search_neighbours.py)."""
+    ranked = "fused_near" if smooth else "fused"
     return f"""
     WITH vec AS ({_vec_cte(table, scope, exact=exact) if use_vec else _EMPTY_VEC}),
     fts AS (SELECT * FROM unnest(%(fts_id)s::uuid[], %(fts_rnk)s::bigint[], %(fts_score)s::float8[])
@@ -268,7 +274,8 @@ def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool) 
                COALESCE(shares.sv * %(wv)s / (%(kv)s + vec.rnk), 0)
                + COALESCE((2 - shares.sv) * %(wf)s / (%(k)s + fts.rnk), 0) AS rrf
         FROM vec FULL OUTER JOIN fts ON vec.id = fts.id CROSS JOIN shares)
-    SELECT fused.*, {columns} FROM fused JOIN {table} t ON t.id = fused.fused_id
+    {"," + fused_neighbour_ctes(table, smooth) if smooth else ""}
+    SELECT {ranked}.*, {columns} FROM {ranked} JOIN {table} t ON t.id = {ranked}.fused_id
     ORDER BY rrf DESC, t.id LIMIT %(n)s"""  # noqa: S608
 
 
@@ -297,6 +304,7 @@ def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: _Scoped
               order: RowOrder | None) -> _FtsList:
     params = {**scope.params, "qtext": query, "scope_n": scoped.rows, "n": fusion.candidates,
               "ftslonglex": max(fusion.fts_long_lexemes, 1), "nbshare": fusion.fts_neighbours,
+              "nblex": fusion.neighbour_lexemes,
               "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0, **_fts_terms(scoped, fusion)}
     cursor.execute(_fts_list_sql(table, scope, order if fusion.fts_neighbours > 0 else None), params)
     rows = cursor.fetchall()
@@ -307,8 +315,8 @@ def hybrid_candidates(
     *, table: str, columns: str, scope: Scope, query: str, mode: Mode, fusion: Fusion, order: RowOrder | None = None,
 ) -> CandidateSet:
     """Top `fusion.candidates` rows of `table` inside `scope`, fused by RRF; falls back to FTS alone. With
-    `order` (rows in sequences, such as a session's events) and `fusion.fts_neighbours`, a row's full-text score
-    counts its neighbours' words.
+    `order` (rows in sequences, such as a session's events), a row's full-text score counts its neighbours' words
+    (`fusion.fts_neighbours`) and its fused score its found neighbours' (`fusion.neighbours`).
 
     The model embeds the query on a pool thread while this thread ranks the full-text list in PostgreSQL (one
     statement); the fusion statement then ranks the vector list and fuses it with the full-text list's rows.
@@ -325,15 +333,17 @@ def hybrid_candidates(
         if not use_vec and mode == "vector":  # no vectors after all: the full-text list stands in
             fts = _fts_list(cursor, table, scope, query, scoped, fusion, order)
         use_fts = mode != "vector" or not use_vec
+        smooth = order if order and fusion.neighbours > 0 and use_vec and use_fts else None
         params = _fusion_params(scope, fusion, vector, model, use_fts=use_fts) | {
-            "fts_id": fts.ids, "fts_rnk": fts.ranks, "fts_score": fts.scores}
+            "fts_id": fts.ids, "fts_rnk": fts.ranks, "fts_score": fts.scores,
+            "nbfused": fusion.neighbours if smooth else 0.0, "nblex": fusion.neighbour_lexemes}
         if use_vec and not scoped.exact and not scoped.hnsw_set:
             cursor.execute(f"SELECT {_HNSW_SETTINGS}", {"ef": _ef_search(fusion)})
-        cursor.execute(_sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact), params)
+        cursor.execute(_sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth), params)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     retrieval = mode if (use_vec or mode == "fts") else "fts_only"
-    rrf_max = fused_max(params["wv"], params["wf"], fusion, adaptive=params["adaptive"])
+    rrf_max = fused_max(params["wv"], params["wf"], fusion, adaptive=params["adaptive"]) * (1 + 2 * params["nbfused"])
     total = time.perf_counter() - started
     timings = {"model_wait": round(waited * 1000, 3), "sql": round((total - waited) * 1000, 3)}
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)

@@ -8,6 +8,15 @@ or length: a neighbour holding any query lexeme is in the pool whenever the pool
 exact, and a neighbour outside it has no query word to lend (its length, left out, mattered little: on FriendsQA
 dev turn recall@10 0.564 against 0.575 with it; docs/benchmarks.md, issue 16, eleventh step). Rows are joined
 on (group, position ± 1) equality, a hash join over the pool, never an index probe per row.
+
+The fusion does the same with its fused scores (`fused_neighbour_ctes`): a row found by either list adds `share`
+of the fused score of each neighbour the lists also found. A turn next to two found turns is part of the passage
+they found, and the vector list's hits, often the turn beside the evidence, lend their weight to it.
+
+Both count neighbours only between short rows (`Fusion.neighbour_lexemes` distinct lexemes or fewer, each side): a
+long assistant reply beside a user's one-line statement is a survey of the same topic, and letting the two lend
+each other weight pushed the statements out of the top 10 (ungated, LongMemEval dev120 hybrid turn recall@10 fell
+from 0.914 to 0.834).
 """
 
 from __future__ import annotations
@@ -38,7 +47,8 @@ def neighbour_ctes(own_lexemes: str) -> str:
         SELECT id, id AS nid, 1.0::float8 AS w FROM fts_pool
         UNION ALL
         SELECT p.id, n.id, %(nbshare)s::float8 FROM fts_pool p CROSS JOIN (VALUES (-1), (1)) o(d)
-        JOIN fts_pool n ON n.grp = p.grp AND n.pos = p.pos + o.d),
+        JOIN fts_pool n ON n.grp = p.grp AND n.pos = p.pos + o.d
+        WHERE length(p.sv) <= %(nblex)s AND length(n.sv) <= %(nblex)s),
     fts_rows AS (
         SELECT f.id, sum(f.w * p.len) AS len, max(length(p.sv)) FILTER (WHERE f.nid = f.id) AS lex
         FROM fts_near f JOIN fts_pool p ON p.id = f.nid GROUP BY f.id),
@@ -47,3 +57,18 @@ def neighbour_ctes(own_lexemes: str) -> str:
             SELECT f.id, w.lexeme, sum(f.w * w.tf) AS tf
             FROM fts_near f JOIN fts_own w ON w.id = f.nid GROUP BY f.id, w.lexeme) s
         JOIN fts_rows r ON r.id = s.id),"""  # noqa: S608 - fixed SQL only; the share is a parameter
+
+
+def fused_neighbour_ctes(table: str, order: RowOrder) -> str:
+    """CTEs over `fused` (fused_id, vec_rank, vec_distance, fts_rank, fts_score, rrf) ending in `fused_near`, the
+    same columns with `rrf` plus %(nbfused)s of each found neighbour's; `table` and `order` name the sequences."""
+    return f"""
+    fused_placed AS (
+        SELECT f.*, t.{order.group} AS grp, t.{order.position} AS pos, length(t.search_vector) AS lex
+        FROM fused f JOIN {table} t ON t.id = f.fused_id),
+    fused_near AS (
+        SELECT p.fused_id, p.vec_rank, p.vec_distance, p.fts_rank, p.fts_score,
+               p.rrf + %(nbfused)s::float8 * coalesce(sum(n.rrf), 0) AS rrf
+        FROM fused_placed p LEFT JOIN fused_placed n ON n.grp = p.grp AND n.pos IN (p.pos - 1, p.pos + 1)
+             AND p.lex <= %(nblex)s AND n.lex <= %(nblex)s
+        GROUP BY p.fused_id, p.vec_rank, p.vec_distance, p.fts_rank, p.fts_score, p.rrf)"""  # noqa: S608

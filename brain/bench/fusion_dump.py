@@ -31,10 +31,10 @@ def dump_line(principal: Any, project: Any, question: dict[str, Any], keys: dict
     fusion = event_fusion()
     lists: dict[str, list[dict[str, Any]]] = {}
     for mode in ("fts", "vector"):
-        found = hybrid_candidates(table=EVENT_TABLE, columns="t.session_id", scope=scope,
-                                  query=question["question"], mode=mode, fusion=fusion, order=EVENT_ORDER)
+        found = hybrid_candidates(table=EVENT_TABLE, columns="t.session_id, length(t.search_vector) AS lex",
+                                  scope=scope, query=question["question"], mode=mode, fusion=fusion, order=EVENT_ORDER)
         lists[mode] = [{
-            "id": str(c.id), "turn": list(keys[c.id]), "session": str(c.row["session_id"]),
+            "id": str(c.id), "turn": list(keys[c.id]), "session": str(c.row["session_id"]), "lex": c.row["lex"],
             "rank": c.fts_rank if mode == "fts" else c.vec_rank,
             "score": c.fts_score if mode == "fts" else 1 - float(c.vec_distance or 0.0),
         } for c in found.candidates]
@@ -45,7 +45,8 @@ def dump_line(principal: Any, project: Any, question: dict[str, Any], keys: dict
         "fts": lists["fts"], "vector": lists["vector"],
         "fusion": {"rrf_k": fusion.rrf_k, "rrf_k_vector": fusion.rrf_k_vector,
                    "weight_vector": fusion.weight_vector, "weight_fts": fusion.weight_fts,
-                   "candidates": fusion.candidates},
+                   "candidates": fusion.candidates, "neighbours": fusion.neighbours,
+                   "neighbour_lexemes": fusion.neighbour_lexemes},
         "hybrid_turns": [list(keys[e.id]) for e in hybrid.events],
         "hybrid_sessions": [keys[s.session_id][0] for s in hybrid.sessions],
     }
@@ -82,9 +83,10 @@ def replay_hybrid(line: dict[str, Any]) -> tuple[list[Key], list[str]]:
     for name in ("vector", "fts"):
         for r in line[name]:
             row = rows.setdefault(r["id"], {"turn": tuple(r["turn"]), "session": r["session"], "rrf": 0.0,
-                                            "session_key": r["turn"][0]})
+                                            "session_key": r["turn"][0], "lex": r.get("lex", 0)})
             row["rrf"] += weights[name] / (ks[name] + r["rank"])
-    rrf_max = fused_max(fusion.weight_vector, fusion.weight_fts, fusion, adaptive=True)
+    _with_neighbours(rows, fusion.neighbours, fusion.neighbour_lexemes)
+    rrf_max = fused_max(fusion.weight_vector, fusion.weight_fts, fusion, adaptive=True) * (1 + 2 * fusion.neighbours)
     order = sorted(rows, key=lambda i: (-rows[i]["rrf"], uuid.UUID(i)))[: fusion.candidates]
     events = sorted(((round(rows[i]["rrf"] / rrf_max, 6), i) for i in order), key=lambda e: -e[0])
     # Grouped by the stored session (a dataset may repeat a session id inside one haystack), named by its key.
@@ -94,3 +96,14 @@ def replay_hybrid(line: dict[str, Any]) -> tuple[list[Key], list[str]]:
     sessions = sorted(((round(sum(s * SESSION_EVENT_DECAY**n for n, s in enumerate(g)), 6), key)
                        for key, g in grouped.values()), key=lambda s: -s[0])
     return [rows[i]["turn"] for _, i in events], [sid for _, sid in sessions]
+
+
+def _with_neighbours(rows: dict[str, dict[str, Any]], share: float, lexemes: int) -> None:
+    """`knowledge.search_neighbours.fused_neighbour_ctes` in Python: each short row's fused score plus `share` of
+    the short found rows just before and after it in its stored session (a bench turn's number is its position)."""
+    if not share:
+        return
+    placed = {(r["session"], r["turn"][1]): r["rrf"] for r in rows.values() if r["lex"] <= lexemes}
+    for r in rows.values():
+        if r["lex"] <= lexemes:
+            r["rrf"] += share * sum(placed.get((r["session"], r["turn"][1] + d), 0.0) for d in (-1, 1))

@@ -40,10 +40,11 @@ EVENT_LENGTH_PENALTY: dict[str, Any] = {"vector_long_lexemes": 48, "vector_lengt
 # full-text list where that one leads (FriendsQA, authored questions about short chat); k 1 for both was within
 # a few questions of the better list on all five sets (docs/benchmarks.md, issue 16, tenth step).
 EVENT_RANK_CONSTANTS: dict[str, Any] = {"rrf_k": 1, "rrf_k_vector": 0}
-# A turn's BM25 counts half of each neighbouring turn's words and length, unless the environment sets it
-# (`BRAIN_RETRIEVAL_FTS_NEIGHBOURS`): short chat turns answer the turn before them or are named by the one after
-# (knowledge/search_neighbours.py; docs/benchmarks.md, issue 16, eleventh step).
-EVENT_NEIGHBOURS: dict[str, Any] = {"fts_neighbours": 0.5}
+# A turn's BM25 counts half of each neighbouring turn's words and length, and its fused score a quarter of each
+# found neighbour's, unless the environment sets them (`BRAIN_RETRIEVAL_FTS_NEIGHBOURS`, `_NEIGHBOURS`): short chat
+# turns answer the turn before them or are named by the one after (knowledge/search_neighbours.py;
+# docs/benchmarks.md, issue 16, eleventh step).
+EVENT_NEIGHBOURS: dict[str, Any] = {"fts_neighbours": 0.5, "neighbours": 0.25}
 EVENT_ORDER = RowOrder(group="session_id", position="position")
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
 EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)
