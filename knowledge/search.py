@@ -21,16 +21,16 @@ from brain.logs import log_op
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
 from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes
-from knowledge.term_stats import TermStats, generating_terms, term_stats
+from knowledge.search_scope import HNSW_SETTINGS, Scoped, ef_search, fts_terms, scoped_read
 
 logger = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "fts", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "fts", "vector")
 # Full-text candidates come from the query's rarer terms, within this many estimated postings (rows the GIN
-# index must list) in the caller's scope, plus the rows matching the whole query; at most FTS_SCAN_CAP of each.
+# index must list) in the caller's scope, plus the rows matching the whole query; at most FTS_SCAN_CAP of each
+# (knowledge/search_scope.py).
 FTS_POSTINGS_BUDGET = 20000
-FTS_SCAN_CAP = 500
 # A scope of at most this many rows is searched exactly: every distance computed (no HNSW walk) and every
 # full-text match scored (no candidate cap). One project's sessions or knowledge are usually this small.
 EXACT_ROWS = 10000
@@ -300,12 +300,12 @@ class _FtsList:
     scores: list[float] = field(default_factory=list)
 
 
-def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: _Scoped, fusion: Fusion,
+def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: Scoped, fusion: Fusion,
               order: RowOrder | None) -> _FtsList:
     params = {**scope.params, "qtext": query, "scope_n": scoped.rows, "n": fusion.candidates,
               "ftslonglex": max(fusion.fts_long_lexemes, 1), "nbshare": fusion.fts_neighbours,
               "nblex": fusion.neighbour_lexemes,
-              "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0, **_fts_terms(scoped, fusion)}
+              "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0, **fts_terms(scoped, fusion)}
     cursor.execute(_fts_list_sql(table, scope, order if fusion.fts_neighbours > 0 else None), params)
     rows = cursor.fetchall()
     return _FtsList([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
@@ -324,7 +324,7 @@ def hybrid_candidates(
     started = time.perf_counter()
     embedding = embed_query_soon(query) if mode != "fts" else None
     with transaction.atomic(), connection.cursor() as cursor:
-        scoped = _scoped(cursor, table, scope, query, fusion)
+        scoped = scoped_read(cursor, table, scope, query, fusion)
         fts = _fts_list(cursor, table, scope, query, scoped, fusion, order) if mode != "vector" else _FtsList()
         waiting = time.perf_counter()
         vector, model, notice = _query_vector(embedding)
@@ -338,7 +338,7 @@ def hybrid_candidates(
             "fts_id": fts.ids, "fts_rnk": fts.ranks, "fts_score": fts.scores,
             "nbfused": fusion.neighbours if smooth else 0.0, "nblex": fusion.neighbour_lexemes}
         if use_vec and not scoped.exact and not scoped.hnsw_set:
-            cursor.execute(f"SELECT {_HNSW_SETTINGS}", {"ef": _ef_search(fusion)})
+            cursor.execute(f"SELECT {HNSW_SETTINGS}", {"ef": ef_search(fusion)})
         cursor.execute(_sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth), params)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
@@ -370,62 +370,6 @@ def fused_max(weight_v: float, weight_f: float, fusion: Fusion, *, adaptive: boo
     if not adaptive:
         return top_v + top_f
     return max(share * top_v + (2 - share) * top_f for share in (SHAPE_FLOOR, 2 - SHAPE_FLOOR))
-
-
-@dataclass(frozen=True)
-class _Scoped:
-    """What both lists need to know of the scope and of the query, read in one round trip (`_scoped`)."""
-
-    stats: TermStats
-    rows: float  # the scope's rows: counted when small, else the statistics' estimate
-    exact: bool  # at most `Fusion.exact_rows` rows: searched exactly
-    lexemes: list[str]  # the query's
-    hnsw_set: bool = False  # the HNSW scan settings came with the read (a scope too large to count)
-
-
-# Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8); `ef_search` is at least the
-# rows wanted. Both settings are transaction-local (like SET LOCAL).
-_HNSW_SETTINGS = ("set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                  "set_config('hnsw.ef_search', %(ef)s, true)")
-
-
-def _ef_search(fusion: Fusion) -> str:
-    return str(max(40, int(fusion.candidates)))
-
-
-def _scoped(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusion) -> _Scoped:
-    """The query's lexemes and the scope's size. A scope the statistics put well above `exact_rows` is not
-    counted, and the HNSW settings come with this read (its vector list will walk the index); a smaller one is
-    counted, at most `exact_rows` + 1 rows (the scope's own indexes, a few milliseconds)."""
-    stats, limit = term_stats(table), fusion.exact_rows
-    estimate = stats.scope_rows(scope.project_ids, unassigned=scope.unassigned)
-    counting = limit > 0 and estimate <= 4 * limit
-    extra = (f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
-             if counting else f"NULL, {_HNSW_SETTINGS}")
-    cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s)), {extra}",
-                   {**scope.params, "qtext": query, "ef": _ef_search(fusion)})
-    lexemes, counted = cursor.fetchone()[:2]
-    if counted is None:
-        return _Scoped(stats, estimate, False, list(lexemes), hnsw_set=True)
-    exact = counted <= limit
-    return _Scoped(stats, float(counted) if exact else max(estimate, float(counted)), exact, list(lexemes))
-
-
-def _fts_terms(scoped: _Scoped, fusion: Fusion) -> dict[str, Any]:
-    """The query's lexemes (all of them score), the ones that generate candidates (all of them in a small
-    scope, else the rarer ones), the pool cap, and each lexeme's estimated rows in the scope, which stands
-    in for its count in a capped pool (0: the pool holds every matching row, its own count is exact)."""
-    lexemes, stats, rows, exact = scoped.lexemes, scoped.stats, scoped.rows, scoped.exact
-    generating = lexemes if exact else generating_terms(lexemes, stats, fusion.fts_postings, rows)
-    estimates = [0.0 if exact else stats.lexeme_share(lex) * rows for lex in lexemes]
-    cap = max(fusion.exact_rows, FTS_SCAN_CAP) if exact else FTS_SCAN_CAP
-    return {"lexemes": lexemes, "lex_df": estimates, "fts_cap": cap,
-            "tsq_gen": " | ".join(map(_tsquery_lexeme, generating)) or None}
-
-
-def _tsquery_lexeme(lexeme: str) -> str:
-    """A lexeme as a quoted tsquery operand (tsquery input escapes with backslash and doubled quotes)."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def _vector_literal(vector: list[float] | None) -> str | None:
