@@ -76,8 +76,8 @@ def _owned(principal: Principal, ids: set[uuid.UUID]) -> set[uuid.UUID]:
 
 
 def session_events_read(session: Session) -> list[SessionEvent]:
-    """The session's events, read once for the whole close (credit and the error count)."""
-    return list(SessionEvent.objects.filter(session=session).only("event_type", "content", "payload"))
+    """The session's events, read once for the whole close (credit, the error count, the next position)."""
+    return list(SessionEvent.objects.filter(session=session).only("event_type", "content", "payload", "position"))
 
 
 def _mentioned(events: Sequence[SessionEvent], summary: str, injected: Sequence[uuid.UUID]) -> set[uuid.UUID]:

@@ -86,12 +86,15 @@ def session_start(
                                         defer_vectors=defer_vectors))
 
 
-def _rows(pairs: Sequence[tuple[Session, EventDraft]], *, embed: bool) -> list[SessionEvent]:
-    """Validated, unsaved rows; with `embed`, their texts embedded in one call."""
+def _rows(pairs: Sequence[tuple[Session, EventDraft]], *, embed: bool,
+          following: dict[Any, int] | None = None) -> list[SessionEvent]:
+    """Validated, unsaved rows, numbered from each session's next position (`following`, else read); with
+    `embed`, their texts embedded in one call."""
     for _, draft in pairs:
         _validate(draft)
     now = timezone.now()
-    following = _next_positions({session.pk for session, _ in pairs if not session._state.adding})
+    if following is None:
+        following = _next_positions({session.pk for session, _ in pairs if not session._state.adding})
     rows = []
     for session, d in pairs:
         position = following.get(session.pk, 0)
@@ -115,11 +118,13 @@ def _next_positions(session_ids: set[Any]) -> dict[Any, int]:
 
 
 def session_events_log_many(
-    *, session: Session, drafts: Sequence[EventDraft], defer_vectors: bool = False
+    *, session: Session, drafts: Sequence[EventDraft], defer_vectors: bool = False, position: int | None = None,
 ) -> list[SessionEvent]:
     """Appends events in order (all validated first, all or nothing), embedding their text in one batch,
-    or, with defer_vectors, after the commit in the batcher's thread (the caller does not wait)."""
-    created = _insert(_rows([(session, d) for d in drafts], embed=not defer_vectors))
+    or, with defer_vectors, after the commit in the batcher's thread (the caller does not wait). `position`: the
+    session's next one when the caller has just read its events (else it is read)."""
+    following = None if position is None else {session.pk: position}
+    created = _insert(_rows([(session, d) for d in drafts], embed=not defer_vectors, following=following))
     if defer_vectors:
         EVENT_BATCHER.submit_after_commit([row.pk for row in created if row.content.strip()])
     return created

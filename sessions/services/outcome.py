@@ -122,13 +122,16 @@ def _retire_action_items(session: Session, ids: Sequence[str]) -> int:
     ).update(deleted_at=timezone.now())
 
 
-def _capture(session: Session, accepted: list[tuple[int, dict[str, Any]]]) -> None:
+def _capture(session: Session, accepted: list[tuple[int, dict[str, Any]]], events: Sequence[SessionEvent]) -> None:
+    """The accepted learnings as events after the session's last (its events were read under the session's lock)."""
     drafts = [
         EventDraft(LEARNING_EVENT, f"{item['trigger']}: {item['rule']} {item['rationale']}".strip(), item)
         for _, item in accepted
     ]
     if drafts:
-        session_events_log_many(session=session, drafts=drafts, defer_vectors=event_vectors_deferred())
+        after = max((e.position for e in events if e.position is not None), default=-1) + 1
+        session_events_log_many(session=session, drafts=drafts, defer_vectors=event_vectors_deferred(),
+                                position=after)
 
 
 def _errors_seen(events: Sequence[SessionEvent], report: OutcomeReport) -> int:
@@ -165,7 +168,7 @@ def _close(principal: Principal, session: Session, report: OutcomeReport) -> Ses
     ok = report.success and feedback != "down"
     bumped = _confidence_loop(principal, session, report, ok, events)
     verdict = learnings_validate(list(report.learnings))
-    _capture(session, verdict.accepted)
+    _capture(session, verdict.accepted, events)
     resolved = _retire_action_items(session, report.resolved_action_item_ids)
     queued = _queue_jobs(session)
     result = SessionClosed(

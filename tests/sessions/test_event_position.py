@@ -23,6 +23,7 @@ from sessions.services.events import (
     session_start,
 )
 from sessions.services.open import session_open
+from sessions.services.outcome import OutcomeReport, session_report_outcome
 from tests.conftest import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -60,6 +61,18 @@ def test_a_batch_continues_after_the_session_and_an_ingest_numbers_each_session(
                                    (second, [EventDraft("turn", f"two {i}") for i in range(sizes[1])])])
     assert _positions(first) == [(i, f"one {i}") for i in range(sizes[0])]
     assert _positions(second) == [(0, "two 0"), (1, "two 1")]
+
+
+def test_learnings_captured_at_the_close_follow_the_session(tenant_a: Tenant) -> None:
+    session = session_open(principal=tenant_a.principal, prompt="pin the fixtures").session
+    session_event_record(principal=tenant_a.principal, session_id=str(session.id), event_type="note",
+                         payload={"text": "the db fixture leaked"})
+    learning = {"trigger": "pytest fixtures", "rule": "yield the connection and close it in finally",
+                "rationale": "it leaked", "type": "heuristic"}
+    session_report_outcome(principal=tenant_a.principal, session_id=str(session.id),
+                           report=OutcomeReport(success=True, learnings=[learning]))
+    assert [p for p, _ in _positions(session)] == [0, 1, 2]
+    assert _positions(session)[-1][1].startswith("pytest fixtures: yield the connection")
 
 
 def test_the_migration_numbers_stored_events_in_their_sessions_order(tenant_a: Tenant, tenant_b: Tenant) -> None:
