@@ -122,7 +122,7 @@ class Fusion:
     # The share of each found neighbour's fused score a fused row adds, for such tables, when both lists are fused
     # (knowledge/search_neighbours.py); 0: each row's own.
     neighbours: float = 0.0
-    neighbour_lexemes: int = 20  # only rows of at most this many distinct lexemes count neighbours, and only such
+    neighbour_lexemes: int = 20  # both neighbour terms join only rows of at most this many distinct lexemes
     exact_rows: int = EXACT_ROWS  # scopes of at most this many rows are searched exactly (0: never)
     # Per-query list shares from score shape (`_weights_cte`). Session search turns it on; knowledge search
     # keeps fixed shares because its injection floor is calibrated on them (docs/benchmarks.md, issue 16).
