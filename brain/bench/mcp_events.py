@@ -87,6 +87,16 @@ def vectors_pending(conninfo: str) -> Pending:
     return count
 
 
+def vector_watch(data_dir: str | None) -> Pending | None:
+    """What counts the events still without a vector in the temporary brain at `data_dir`; None when there is no
+    database to ask (a brain given by --url) or embeddings are off (no vector would ever come)."""
+    from knowledge.embeddings import settings_from_django
+
+    if not data_dir or settings_from_django().provider == "none":
+        return None
+    return vectors_pending(brain_database(data_dir))
+
+
 def _caught_up(pending: Pending | None, since: float) -> float | None:
     """Seconds from `since` until no event lacks its vector (None without a database to ask, or on timeout)."""
     if pending is None:

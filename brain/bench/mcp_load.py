@@ -256,12 +256,12 @@ def _report(url: str, token: str, args: argparse.Namespace, data_dir: str = "") 
             print(render_side_by_side(legacy, report["reference"]))
     # Last: the writes leave the server embedding their vectors for a while, which would slow the reference.
     if args.events:
-        from brain.bench.mcp_events import brain_database, events_series, vectors_pending
+        from brain.bench.mcp_events import events_series, vector_watch
 
         if not args.json:
             print(f"brain, handshake era, brain_log_event ({args.events} events per series):", flush=True)
         report["events"] = events_series(url, token, clients=args.clients, events=args.events, quiet=args.json,
-                                         pending=vectors_pending(brain_database(data_dir)) if data_dir else None)
+                                         pending=vector_watch(data_dir))
     report["loadAfter"] = os.getloadavg()
     if args.json:
         print(json.dumps(report, indent=2))

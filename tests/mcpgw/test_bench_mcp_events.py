@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from brain.bench.mcp_events import measure_events, vectors_pending
+from brain.bench.mcp_events import measure_events, vector_watch, vectors_pending
 from brain.cli import main
 from sessions.models import SessionEvent
 from tests.conftest import Tenant
@@ -37,6 +37,16 @@ def test_the_bench_times_how_long_until_every_event_has_its_vector(live_server: 
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
     without = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=1, events=5))
     assert without["vectorsCaughtUpS"] is None  # no database to ask (a brain given by --url)
+
+
+def test_no_vector_is_waited_for_when_embeddings_are_off(tmp_path: Any) -> None:
+    from django.conf import settings
+    from django.test import override_settings
+
+    assert vector_watch(None) is None  # a brain given by --url
+    assert callable(vector_watch(str(tmp_path)))
+    with override_settings(BRAIN_EMBEDDINGS_PROVIDER="none"):
+        assert settings.BRAIN_EMBEDDINGS_PROVIDER == "none" and vector_watch(str(tmp_path)) is None
 
 
 def test_negative_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
