@@ -75,15 +75,17 @@ def test_learnings_captured_at_the_close_follow_the_session(tenant_a: Tenant) ->
     assert _positions(session)[-1][1].startswith("pytest fixtures: yield the connection")
 
 
-def test_the_migration_numbers_stored_events_in_their_sessions_order(tenant_a: Tenant, tenant_b: Tenant) -> None:
+def test_the_migration_numbers_stored_events_in_their_sessions_order(tenant_a: Tenant, tenant_b: Tenant,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     now = timezone.now()
     sessions = [session_start(user=t.user, project=t.project, client_type="test") for t in (tenant_a, tenant_b)]
     for session in sessions:  # logged out of time order: the later event first
         session_events_log_many(session=session, drafts=[EventDraft("turn", "late", occurred_at=now),
                                                          EventDraft("turn", "early", occurred_at=now - timedelta(1))])
     SessionEvent.objects.update(position=None)
-    backfill = importlib.import_module("sessions.migrations.0007_event_position").BACKFILL
+    migration = importlib.import_module("sessions.migrations.0007_event_position")
+    monkeypatch.setattr(migration, "BATCH_SESSIONS", 1)  # one statement a session: the batches join up
     with connection.cursor() as cursor:
-        cursor.execute(backfill)
+        migration.number_events(cursor)
     for session in sessions:
         assert _positions(session) == [(0, "early"), (1, "late")]
