@@ -27,6 +27,7 @@ from projects.selectors.accounts import visible_project_params, visible_project_
 from sessions.models import Session, SessionEvent
 
 FROM_SESSION = ("session_id", "project_id")  # columns taken from the session row the SELECT found
+IN_SQL = (*FROM_SESSION, "position")  # columns the statement fills itself, not from parameters
 
 
 @cache
@@ -71,7 +72,7 @@ def event_insert_owned(
     now = timezone.now()
     event = SessionEvent(session_id=pk, user_id=principal.user.pk, event_type=event_type, payload=payload,
                          content=content, occurred_at=now, embedding=None, embedding_model="")
-    params = db_values(event, [f for f in _fields() if f.attname not in (*FROM_SESSION, "position")])
+    params = db_values(event, [f for f in _fields() if f.attname not in IN_SQL])
     with connection.cursor() as cursor:
         cursor.execute(_statement(), {**params, **visible_project_params(principal), "sid": pk})
         row = cursor.fetchone()

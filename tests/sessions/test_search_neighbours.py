@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from django.db.models.functions import Length
 
 from knowledge.search import Fusion, hybrid_candidates
 from sessions.models import SessionEvent
@@ -48,14 +49,14 @@ def test_each_short_turn_adds_a_share_of_its_found_short_neighbours(tenant_a: Te
     assert (fusion.neighbours, fusion.neighbour_lexemes) == (0.25, 20)
     alone, smoothed = _fused(tenant_a, replace(fusion, neighbours=0.0)), _fused(tenant_a, fusion)
     assert set(smoothed) == set(alone)
-    rows = {e.id: e for e in SessionEvent.objects.filter(id__in=alone).extra(select={"lex": "length(search_vector)"})}
+    rows = {e.id: e for e in SessionEvent.objects.filter(id__in=alone).annotate(lex=Length("search_vector"))}
     assert all(e.user_id == tenant_a.user.id for e in rows.values())
-    place = {(e.session_id, e.position): e.id for e in rows.values() if e.lex <= 20}  # type: ignore[attr-defined]
+    place = {(e.session_id, e.position): e.id for e in rows.values() if e.lex <= 20}
     changed = 0
     for event_id, own in alone.items():
         e = rows[event_id]
         near = [place[(e.session_id, e.position + d)] for d in (-1, 1) if (e.session_id, e.position + d) in place]
-        expected = own + 0.25 * sum(alone[n] for n in near) if e.lex <= 20 else own  # type: ignore[attr-defined]
+        expected = own + 0.25 * sum(alone[n] for n in near) if e.lex <= 20 else own
         assert smoothed[event_id] == pytest.approx(expected), e.content
         changed += expected != own
     assert changed >= 2
