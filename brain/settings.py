@@ -228,6 +228,7 @@ BRAIN_RETRIEVAL = {
     "max_per_type": env_override("BRAIN_RETRIEVAL_MAX_PER_TYPE", int),
     "candidates": env_override("BRAIN_RETRIEVAL_CANDIDATES", int),
     "fts_postings": env_override("BRAIN_RETRIEVAL_FTS_POSTINGS", int),
+    "fts_scan_cap": env_override("BRAIN_RETRIEVAL_FTS_SCAN_CAP", int),
     "vector_length_b": env_override("BRAIN_RETRIEVAL_VECTOR_LENGTH_B", float),
     "vector_long_lexemes": env_override("BRAIN_RETRIEVAL_VECTOR_LONG_LEXEMES", int),
     "fts_length_b": env_override("BRAIN_RETRIEVAL_FTS_LENGTH_B", float),

@@ -28,8 +28,8 @@ logger = logging.getLogger(__name__)
 Mode = Literal["hybrid", "fts", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "fts", "vector")
 # Full-text candidates come from the query's rarer terms, within this many estimated postings (rows the GIN
-# index must list) in the caller's scope, plus the rows matching the whole query; at most FTS_SCAN_CAP of each
-# (knowledge/search_scope.py).
+# index must list) in the caller's scope, plus the rows matching the whole query; at most `Fusion.fts_scan_cap`
+# of each (knowledge/search_scope.py).
 FTS_POSTINGS_BUDGET = 20000
 # A scope of at most this many rows is searched exactly: every distance computed (no HNSW walk) and every
 # full-text match scored (no candidate cap). One project's sessions or knowledge are usually this small.
@@ -112,6 +112,11 @@ class Fusion:
     # the engine, not measured by a benchmark yet). Session search passes MAX_COSINE_DISTANCE: no cut.
     max_distance: float = 0.75
     fts_postings: int = FTS_POSTINGS_BUDGET
+    # Full-text candidates of each kind (rare-term rows, whole-query rows) when the scope is too large to search
+    # exactly. Knowledge search, which every session open runs, takes 200: at 100,000 rows its full-text statement
+    # fell from about 9.5 to 5 ms with the same 5 hits for 200 of 200 prompts (docs/benchmarks.md, issue 17,
+    # tenth pass); session search keeps FTS_SCAN_CAP (a large project's short turns need the wider pool).
+    fts_scan_cap: int = 200
     vector_long_lexemes: int = VECTOR_LONG_LEXEMES  # 0: plain cosine
     vector_length_b: float = VECTOR_LENGTH_B
     fts_long_lexemes: int = FTS_LONG_LEXEMES  # 0: plain BM25
@@ -196,7 +201,7 @@ def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None) -> str:
 
     Candidates are the rows holding any of the generating terms (the rarer query terms, see
     `knowledge.term_stats`) plus the rows matching the whole query (which `websearch_to_tsquery` may widen
-    with "or"), at most `fts_cap` of each: every matching row of a small scope (EXACT_ROWS), FTS_SCAN_CAP
+    with "or"), at most `fts_cap` of each: every matching row of a small scope (EXACT_ROWS), `Fusion.fts_scan_cap`
     otherwise, so the best full-text hits survive even when common words match much of the table.
 
     With `order`, each row is scored with its neighbours' words too (knowledge/search_neighbours.py)."""

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from knowledge.search import Fusion, Scope
 
 # At most this many full-text candidates of each kind (rare-term rows, whole-query rows) in a scope too large to
-# be searched exactly.
+# be searched exactly, unless the search's `Fusion.fts_scan_cap` says otherwise.
 FTS_SCAN_CAP = 500
 
 
@@ -64,7 +64,7 @@ def fts_terms(scoped: Scoped, fusion: Fusion) -> dict[str, Any]:
     lexemes, stats, rows, exact = scoped.lexemes, scoped.stats, scoped.rows, scoped.exact
     generating = lexemes if exact else generating_terms(lexemes, stats, fusion.fts_postings, rows)
     estimates = [0.0 if exact else stats.lexeme_share(lex) * rows for lex in lexemes]
-    cap = max(fusion.exact_rows, FTS_SCAN_CAP) if exact else FTS_SCAN_CAP
+    cap = max(fusion.exact_rows, fusion.fts_scan_cap) if exact else fusion.fts_scan_cap
     return {"lexemes": lexemes, "lex_df": estimates, "fts_cap": cap,
             "tsq_gen": " | ".join(map(_tsquery_lexeme, generating)) or None}
 

@@ -113,10 +113,12 @@ def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple
     assert injected, started  # the counts below are those of an open that injects
     # auth+count, project, search (BEGIN, the scope's size with the query's lexemes, the full-text list, the fusion,
     # COMMIT; the project resolved above is not read again), then one INSERT statement for the session, its prompt
-    # event and the injected rows (one flush), action items: 9 (19 before issue 17's second pass; three commits
-    # that wait for the disk until its fourth; a BEGIN, three INSERTs and a COMMIT until its eighth).
+    # event and the injected rows (one flush), action items (a statement prepared per connection): 9 (19 before
+    # issue 17's second pass; three commits that wait for the disk until its fourth; a BEGIN, three INSERTs and a
+    # COMMIT until its eighth).
     assert len(opened) == 9, [s[:80] for s in opened]
-    assert [s.split()[0] for s in opened[-3:]] == ["COMMIT", "WITH", "SELECT"]
+    assert [s.split()[0] for s in opened[-3:]] == ["COMMIT", "WITH", "EXECUTE"]
+    assert "brain_action_items_open" in opened[-1]
     write = opened[-2]
     assert all(f'INSERT INTO "{table}"' in write for table in (
         "agent_sessions_session", "agent_sessions_sessionevent", "agent_sessions_sessionknowledgeapplication"))

@@ -9,6 +9,7 @@ import pytest
 from django.test import override_settings
 
 from brain.errors import ForbiddenProject, ValidationFailed
+from knowledge.models import KnowledgeItem, ReviewStatus
 from knowledge.services.teach import knowledge_teach
 from projects.models import Project
 from projects.scope import Principal
@@ -105,8 +106,13 @@ def test_open_action_items_for_caller(tenant_a: Tenant, tenant_b: Tenant) -> Non
     first = item("write the migration plan", "for:alice@a.example")
     blocker = item("unblock the CI runner", "for:alice@a.example", "blocker")
     item("someone else's task", "for:carol@a.example")
+    held, replaced = item("held for review", "for:alice@a.example"), item("replaced", "for:alice@a.example")
+    KnowledgeItem.objects.filter(id=held).update(review_status=ReviewStatus.PENDING)
+    KnowledgeItem.objects.filter(id=replaced).update(superseded_by_id=first)
     opened = session_open(principal=tenant_a.principal, prompt=PROMPT)
     assert opened.open_action_items is not None
     assert opened.open_action_items.ids == [blocker, first]
+    text = opened.open_action_items.text
+    assert "unblock the CI runner" in text and "held for review" not in text and "replaced" not in text
     assert not SessionKnowledgeApplication.objects.filter(session=opened.session).exists()
     assert session_open(principal=tenant_b.principal).open_action_items is None
