@@ -9,9 +9,11 @@ from django.db import connection
 
 from knowledge import term_stats
 from knowledge.search import Fusion, hybrid_candidates
-from knowledge.selectors.search import KNOWLEDGE_TABLE, knowledge_scope, knowledge_search
+from knowledge.search_scope import FTS_SCAN_CAP
+from knowledge.selectors.search import KNOWLEDGE_TABLE, fusion_from_settings, knowledge_scope, knowledge_search
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from knowledge.term_stats import TermStats, generating_terms
+from sessions.selectors.search import event_fusion
 from tests.conftest import Tenant
 
 STATS = TermStats(rows=1000, share={"common": 0.5, "middl": 0.05}, unlisted_share=0.01)
@@ -86,6 +88,17 @@ def test_common_terms_score_but_do_not_generate(tenant_a: Tenant, tenant_b: Tena
     theirs = knowledge_search(principal=tenant_b.principal, query="deploy kubernetes", mode="fts",
                               fusion=Fusion(fts_postings=10, exact_rows=0))
     assert len(theirs.hits) == 3 and all(hit.project_id == tenant_b.project.id for hit in theirs.hits)
+
+
+def test_a_large_scopes_pool_holds_at_most_the_cap_of_each_kind(tenant_a: Tenant, analysed: None) -> None:
+    # 121 rows hold "deploy"; a scope searched through the index keeps `fts_scan_cap` of the rare-term rows and as
+    # many whole-query rows (here the same rows), so a pool of 3 ranks at most 6.
+    capped = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy", mode="fts",
+                               scope=knowledge_scope(principal=tenant_a.principal),
+                               fusion=Fusion(candidates=200, fts_postings=1000, exact_rows=0, fts_scan_cap=3))
+    assert 3 <= len(capped.candidates) <= 6
+    assert len(_fts_scored(tenant_a, "deploy", budget=1000)) > 100  # the default cap (200) holds them all
+    assert fusion_from_settings().fts_scan_cap == 200 and event_fusion().fts_scan_cap == FTS_SCAN_CAP == 500
 
 
 def test_a_query_of_common_words_still_finds_rows(tenant_a: Tenant, analysed: None) -> None:
