@@ -52,6 +52,24 @@ def instances(row: Sequence[Any], aliases: Aliased) -> dict[str, Model | None]:
     return built
 
 
+def partial_instances(rows: Sequence[Sequence[Any]], model: type[Model], attnames: Sequence[str]) -> list[Model]:
+    """Instances of `model` holding only `attnames` (the rest deferred, as `QuerySet.only` leaves them) from rows
+    laid out in that order, each value converted as the ORM converts it."""
+    fields = [model._meta.get_field(name) for name in attnames]
+    converters = [(i, f.get_db_converters(connection)) for i, f in enumerate(fields)]  # type: ignore[union-attr]
+    # `Model.from_db` takes a partial row in the model's field order.
+    order = sorted(range(len(attnames)), key=lambda i: model._meta.concrete_fields.index(fields[i]))
+    names = [attnames[i] for i in order]
+    built = []
+    for row in rows:
+        values = list(row)
+        for position, field_converters in converters:
+            for convert in field_converters:
+                values[position] = convert(values[position], None, connection)
+        built.append(model.from_db(connection.alias, names, [values[i] for i in order]))
+    return built
+
+
 def db_values(obj: Model, fields: Sequence[Any]) -> dict[str, Any]:
     """What an INSERT of `obj` writes to each of `fields`, by attname, as the ORM would (`pre_save` fills the
     automatic columns, such as timestamps)."""

@@ -20,16 +20,18 @@ import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import Any, cast
 
 from django.db import connection
-from django.db.models import Q
 from django.utils import timezone
 
+from brain.sql_rows import execute_prepared, partial_instances
 from knowledge.injection import SHORT_ID, short_id
 from knowledge.models import KnowledgeItem
+from projects.models import Project
 from projects.scope import Principal
-from projects.selectors.accounts import projects_visible
+from projects.selectors.accounts import visible_project_params, visible_project_sql
 from sessions.models import ApplicationRole, Session, SessionEvent, SessionKnowledgeApplication
 
 USED_BONUS = 0.05
@@ -67,17 +69,43 @@ def _resolve(values: Iterable[str], among: Sequence[uuid.UUID]) -> set[uuid.UUID
     return out
 
 
+@cache
+def _owned_statement() -> str:
+    knowledge, project = KnowledgeItem._meta.db_table, Project._meta.db_table
+    # projects_visible's scope, written once; names come from the models, values are parameters.
+    return f"""SELECT k.id FROM "{knowledge}" AS k LEFT JOIN "{project}" AS p ON p.id = k.project_id
+        WHERE k.id = ANY(%(ids)s::uuid[]) AND k.owner_id = %(user)s
+          AND (k.project_id IS NULL OR {visible_project_sql("p")})"""  # noqa: S608
+
+
 def _owned(principal: Principal, ids: set[uuid.UUID]) -> set[uuid.UUID]:
+    """The caller's own rows among `ids`, project-less or in a project it sees: one statement prepared per
+    connection (the ORM's version rebuilt the visible-projects subquery on every close)."""
     if not ids:  # nothing reported: no query to build
         return set()
-    visible = projects_visible(principal=principal).values("id")
-    return set(KnowledgeItem.objects.filter(Q(project__in=visible) | Q(project__isnull=True), id__in=ids,
-                                            owner=principal.user).values_list("id", flat=True))
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, "brain_credit_owned", _owned_statement(),
+                         {**visible_project_params(principal), "ids": list(ids)})
+        return {row[0] for row in cursor.fetchall()}
+
+
+_EVENT_READ = ("id", "event_type", "content", "payload", "position")
+
+
+@cache
+def _events_statement() -> str:
+    columns = ", ".join(f'e."{SessionEvent._meta.get_field(name).column}"' for name in _EVENT_READ)  # type: ignore[union-attr]
+    return (f'SELECT {columns} FROM "{SessionEvent._meta.db_table}" AS e WHERE e.session_id = %(session)s '  # noqa: S608
+            "ORDER BY e.occurred_at, e.created_at")
 
 
 def session_events_read(session: Session) -> list[SessionEvent]:
-    """The session's events, read once for the whole close (credit, the error count, the next position)."""
-    return list(SessionEvent.objects.filter(session=session).only("event_type", "content", "payload", "position"))
+    """The session's events, read once for the whole close (credit, the error count, the next position): the
+    fields the close reads, by one statement prepared per connection."""
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, "brain_close_events", _events_statement(), {"session": session.id})
+        rows = cursor.fetchall()
+    return cast("list[SessionEvent]", partial_instances(rows, SessionEvent, _EVENT_READ))
 
 
 def _mentioned(events: Sequence[SessionEvent], summary: str, injected: Sequence[uuid.UUID]) -> set[uuid.UUID]:

@@ -41,8 +41,9 @@ def taught(client: Client, tenant_a: Tenant) -> tuple[Mcp, str]:
         call_tool(mcp, "brain_teach_knowledge", {"rule": rule}, session=session)
     warm = call_tool(mcp, "brain_start_session", {"clientType": "warm", "prompt": PROMPT}, session=session)
     # Warm caches and each connection's prepared statements (the first use of one costs its PREPARE).
+    used = (warm["structuredContent"].get("relevantKnowledge") or {}).get("knowledgeIds", [])
     call_tool(mcp, "brain_report_session_outcome", {"sessionId": warm["structuredContent"]["sessionId"],
-                                                    "success": True}, session=session)
+                                                    "success": True, "knowledgeUsed": used}, session=session)
     _settle()
     return mcp, session
 
@@ -133,7 +134,7 @@ def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple
     _, closed = _call(mcp, session, "brain_report_session_outcome", {
         "sessionId": started["sessionId"], "success": True, "userFeedback": "up", "filesModified": 1,
         "knowledgeUsed": injected, "learnings": [learning]})
-    # auth+count, BEGIN, session lock, events, injected, owned, used INSERT, outcome UPDATE, the credit (rows
+    # auth+count, BEGIN, session lock, events, injected, owned (prepared), used INSERT, outcome UPDATE, the credit (rows
     # locked in id order and updated, their stages returned: one UPDATE), learning INSERT, jobs INSERT (returning
     # the rows), session UPDATE, COMMIT: 13 (32 before issue 17, 16 before the credit and the jobs became one
     # statement each).

@@ -9,7 +9,9 @@ import pytest
 
 from brain.errors import Conflict, NotFound, ValidationFailed
 from knowledge.models import KnowledgeItem
+from knowledge.services.create import KnowledgeDraft, knowledge_create
 from knowledge.services.teach import knowledge_teach
+from projects.services.accounts import project_ensure_named
 from sessions.models import ApplicationRole, Session, SessionEvent, SessionJob, SessionKnowledgeApplication
 from sessions.outcome_rules import HINT_GENTLE, HINT_STRONG, quality_score
 from sessions.services.open import session_open
@@ -63,6 +65,23 @@ def test_close_runs_confidence_loop_once(tenant_a: Tenant, tenant_b: Tenant) -> 
     roles = set(SessionKnowledgeApplication.objects.filter(session=session).values_list("knowledge_id", "role"))
     assert (reported.id, ApplicationRole.USED_REPORTED) in roles and (injected.id, ApplicationRole.INJECTED) in roles
     assert set(SessionJob.objects.filter(session=session).values_list("name", flat=True)) == {"extract", "autoskill"}
+
+
+def test_a_project_token_credits_only_rows_it_can_see(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    side = project_ensure_named(user=tenant_a.user, name="Side")[0]
+    visible = _rule(tenant_a, "keep validators pure")
+    personal = knowledge_create(owner=tenant_a.user, project=None, draft=KnowledgeDraft("Name branches by ticket"))
+    elsewhere = knowledge_create(owner=tenant_a.user, project=side, draft=KnowledgeDraft("Side project rule"))
+    foreign = _rule(tenant_b, "bob's private rule")
+    scoped = tenant_a.project_principal
+    session = session_open(principal=scoped).session
+    closed = session_report_outcome(principal=scoped, session_id=str(session.id), report=OutcomeReport(
+        success=True, knowledge_used=[str(r.id) for r in (visible, personal, elsewhere, foreign)]))
+    assert closed.knowledge_updated == 2
+    counts = {k.id: k.success_count for k in KnowledgeItem.objects.all()}
+    assert (counts[visible.id], counts[personal.id], counts[elsewhere.id], counts[foreign.id]) == (1, 1, 0, 0)
+    reported = set(SessionKnowledgeApplication.objects.filter(session=session).values_list("knowledge_id", flat=True))
+    assert reported == {visible.id, personal.id}
 
 
 def test_failure_counts_and_strong_hint(tenant_a: Tenant) -> None:
