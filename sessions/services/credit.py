@@ -46,6 +46,7 @@ class Credit:
     used: frozenset[uuid.UUID]
     ignored: frozenset[uuid.UUID]
     rejected: frozenset[uuid.UUID]
+    reported: frozenset[uuid.UUID] = frozenset()  # named in knowledgeUsed, the caller's own: recorded on the session
 
     @property
     def changed(self) -> int:
@@ -125,26 +126,37 @@ def credit_plan(
     *, principal: Principal, session: Session, used_ids: Sequence[str], summary: str,
     events: Sequence[SessionEvent] | None = None,
 ) -> Credit:
-    """Who gets what; records the reported rows on the session (role used_reported). `events`: the session's
-    events when the caller has read them already."""
+    """Who gets what. `events`: the session's events when the caller has read them already."""
     events = session_events_read(session) if events is None else events
-    injected = list(SessionKnowledgeApplication.objects.filter(session=session, role=ApplicationRole.INJECTED)
-                    .values_list("knowledge_id", flat=True))
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, "brain_credit_injected", _injected_statement(), {"session": session.id})
+        injected = [row[0] for row in cursor.fetchall()]
     reported = _owned(principal, _resolve(used_ids, injected))
-    rows = [SessionKnowledgeApplication(session=session, knowledge_id=kid, role=ApplicationRole.USED_REPORTED)
-            for kid in reported]
-    SessionKnowledgeApplication.objects.bulk_create(rows, ignore_conflicts=True)
     rejected = _rejected(events, injected) - reported
     used = (reported | _mentioned(events, summary, injected)) - rejected
     ignored = set(injected) - used - rejected
-    return Credit(frozenset(used), frozenset(ignored), frozenset(rejected))
+    return Credit(frozenset(used), frozenset(ignored), frozenset(rejected), frozenset(reported))
 
 
-# One statement for the whole credit: the rows locked in id order (two closes crediting the same rows would
-# otherwise lock them in whatever order each UPDATE met them and could deadlock, as seen in `brain bench
-# cluster`; NO KEY UPDATE, as the UPDATE takes anyway, leaves other transactions' foreign-key checks free), then
-# each row changed by its part of the plan. It returns each row's skill stage for the promotion that follows.
+@cache
+def _injected_statement() -> str:
+    table = SessionKnowledgeApplication._meta.db_table
+    return (f'SELECT a.knowledge_id FROM "{table}" AS a WHERE a.session_id = %(session)s '  # noqa: S608
+            f"AND a.role = '{ApplicationRole.INJECTED.value}'")
+
+
+# One statement for the whole credit: the reported rows recorded on the session (with the outcome: a row inserted
+# by a CTE is not seen by the statement's other parts) and the session's other applications given the outcome; the
+# rows locked in id order (two closes crediting the same rows would otherwise lock them in whatever order each
+# UPDATE met them and could deadlock, as seen in `brain bench cluster`; NO KEY UPDATE, as the UPDATE takes anyway,
+# leaves other transactions' foreign-key checks free), then each row changed by its part of the plan. It returns
+# each row's skill stage for the promotion that follows.
 _CREDIT_SQL = """
+WITH recorded AS (
+  INSERT INTO "{applications}" (id, created_at, updated_at, session_id, knowledge_id, role, outcome)
+  SELECT gen_random_uuid(), %(now)s, %(now)s, %(session)s, r.id, '{reported_role}', %(ok)s
+  FROM unnest(%(reported)s::uuid[]) AS r(id) ON CONFLICT DO NOTHING),
+outcomes AS (UPDATE "{applications}" SET outcome = %(ok)s WHERE session_id = %(session)s)
 UPDATE "{table}" k SET
   success_count = k.success_count + (CASE WHEN k.id = ANY(%(used)s) AND %(ok)s THEN 1 ELSE 0 END),
   failure_count = k.failure_count
@@ -161,16 +173,17 @@ RETURNING k.id, k.stage, k.deleted_at IS NULL"""
 
 
 def credit_apply(*, session: Session, credit: Credit, ok: bool) -> dict[uuid.UUID, str]:
-    """Applies the plan (see the module docstring): the session's applications get the outcome, the rows their
-    credit, in two statements. Returns the skill stage of each credited row still live (not deleted)."""
-    SessionKnowledgeApplication.objects.filter(session=session).update(outcome=ok)
+    """Applies the plan (see the module docstring) in one statement: the reported rows recorded on the session,
+    the session's applications given the outcome, the rows their credit. Returns the skill stage of each
+    credited row still live (not deleted)."""
     touched = credit.used | credit.ignored | credit.rejected
-    if not touched:
-        return {}
     params: dict[str, Any] = {
         "used": list(credit.used), "ignored": list(credit.ignored), "rejected": list(credit.rejected),
         "touched": sorted(touched), "ok": ok, "now": timezone.now(), "bonus": USED_BONUS,
-        "ignored_penalty": IGNORED_PENALTY, "rejected_penalty": REJECTED_PENALTY}
+        "ignored_penalty": IGNORED_PENALTY, "rejected_penalty": REJECTED_PENALTY, "session": session.id,
+        "reported": sorted(credit.reported)}
     with connection.cursor() as cursor:
-        cursor.execute(_CREDIT_SQL.format(table=KnowledgeItem._meta.db_table), params)
+        cursor.execute(_CREDIT_SQL.format(table=KnowledgeItem._meta.db_table,
+                                          applications=SessionKnowledgeApplication._meta.db_table,
+                                          reported_role=ApplicationRole.USED_REPORTED.value), params)
         return {row[0]: row[1] for row in cursor.fetchall() if row[2]}

@@ -134,11 +134,14 @@ def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple
     _, closed = _call(mcp, session, "brain_report_session_outcome", {
         "sessionId": started["sessionId"], "success": True, "userFeedback": "up", "filesModified": 1,
         "knowledgeUsed": injected, "learnings": [learning]})
-    # auth+count, BEGIN, session lock, events, injected, owned (prepared), used INSERT, outcome UPDATE, the credit (rows
-    # locked in id order and updated, their stages returned: one UPDATE), learning INSERT, jobs INSERT (returning
-    # the rows), session UPDATE, COMMIT: 13 (32 before issue 17, 16 before the credit and the jobs became one
-    # statement each).
-    assert len(closed) == 13, [s[:80] for s in closed]
+    # auth+count, BEGIN, session lock, events, injected, owned (the last three prepared per connection), the credit
+    # (reported rows recorded with the outcome, the outcome on the session's other applications, the rows locked in
+    # id order and updated, their stages returned: one statement), learning INSERT, jobs INSERT (returning the rows),
+    # session UPDATE, COMMIT: 11 (32 before issue 17, 16 before the credit and the jobs became one statement each,
+    # 13 before the reported rows and the outcome joined the credit).
+    assert len(closed) == 11, [s[:80] for s in closed]
+    credit = next(s for s in closed if 'UPDATE "knowledge_knowledgeitem"' in s)
+    assert 'INSERT INTO "agent_sessions_sessionknowledgeapplication"' in credit and "SET outcome" in credit
     assert not any(SENT_STAMP in s for s in closed)  # the broker's round trips are not the close's
     assert sends_flush() and SessionJob.objects.filter(session_id=started["sessionId"], enqueued_at__isnull=False
                                                        ).count() == 2

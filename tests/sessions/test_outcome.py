@@ -64,6 +64,9 @@ def test_close_runs_confidence_loop_once(tenant_a: Tenant, tenant_b: Tenant) -> 
     assert counts[injected.id] == (1, 0) and counts[reported.id] == (1, 0) and counts[foreign.id] == (0, 0)
     roles = set(SessionKnowledgeApplication.objects.filter(session=session).values_list("knowledge_id", "role"))
     assert (reported.id, ApplicationRole.USED_REPORTED) in roles and (injected.id, ApplicationRole.INJECTED) in roles
+    outcomes = SessionKnowledgeApplication.objects.filter(session=session).values_list("role", "outcome")
+    assert {role for role, _ in outcomes} == {ApplicationRole.INJECTED, ApplicationRole.USED_REPORTED}
+    assert {outcome for _, outcome in outcomes} == {True}  # the new rows and the injected ones alike
     assert set(SessionJob.objects.filter(session=session).values_list("name", flat=True)) == {"extract", "autoskill"}
 
 
@@ -92,6 +95,8 @@ def test_failure_counts_and_strong_hint(tenant_a: Tenant) -> None:
     assert result.hint == HINT_STRONG
     rule.refresh_from_db()
     assert (rule.success_count, rule.failure_count) == (0, 1)
+    assert list(SessionKnowledgeApplication.objects.filter(session=session).values_list("role", "outcome")) == [
+        (ApplicationRole.USED_REPORTED, False)]
 
 
 def test_learnings_validated_one_by_one(tenant_a: Tenant) -> None:
