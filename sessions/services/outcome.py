@@ -117,6 +117,8 @@ def _confidence_loop(principal: Principal, session: Session, report: OutcomeRepo
 
 
 def _retire_action_items(session: Session, ids: Sequence[str]) -> int:
+    if not ids:  # the usual close: no query to build
+        return 0
     return KnowledgeItem.objects.filter(
         id__in=_uuids(ids), project_id=session.project_id, type=KnowledgeType.ACTION_ITEM, deleted_at__isnull=True,
     ).update(deleted_at=timezone.now())
