@@ -20,7 +20,8 @@ from typing import Any
 
 import httpx
 
-from brain.bench.mcp_load import bench_http, rpc_open, rpc_post, tool_ok
+from brain.bench.lean_http import RESENT_ERRORS
+from brain.bench.mcp_load import bench_http, lean_connection, rpc_open, rpc_post, tool_ok
 
 LOG_TOOL = "brain_log_event"
 
@@ -37,20 +38,22 @@ async def _writer(http: httpx.AsyncClient, url: str, events: int, latencies: lis
     opened = await rpc_post(http, url, _call(0, "brain_start_session", {"clientType": "bench-events"}), headers)
     session_id = opened.json()["result"]["structuredContent"]["sessionId"]
     acknowledged = 0
+    connection = lean_connection(http, url, headers)
     for n in range(events):
         arguments = {"sessionId": session_id, "eventType": "note",
                      "payload": {"text": f"step {n}: ran the test suite, 3 failures in the billing module"}}
         started = time.perf_counter()
         try:
-            response = await http.post(url, json=_call(n + 1, LOG_TOOL, arguments), headers=headers)
-        except httpx.TransportError as exc:
+            response = await connection.post(_call(n + 1, LOG_TOOL, arguments), resend=False)
+        except (*RESENT_ERRORS, OSError) as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
             continue
         latencies.append(time.perf_counter() - started)
         if tool_ok(response):
             acknowledged += 1
         else:
-            errors.append(f"HTTP {response.status_code}: {response.text[:200]}")
+            errors.append(f"HTTP {response.status_code}: {response.body[:200]!r}")
+    await connection.close()
     await http.delete(url, headers=headers)
     return session_id, acknowledged
 
