@@ -16,6 +16,8 @@ timeout = 60
 # Longer than the balancer's idle timeout would be wasted; shorter and clients race closed connections.
 keepalive = 5
 accesslog = "-"
+# MCP calls answered 2xx are logged once, structured, by the gateway (brain/gunicorn_log.py).
+logger_class = "brain.gunicorn_log.AccessLogger"
 # A web request never holds the database longer than this (migrations, benches and jobs are not web requests).
 os.environ.setdefault("BRAIN_DB_STATEMENT_TIMEOUT_MS", "30000")
 # A request that arrives while PostgreSQL restarts waits this long for it instead of failing at once

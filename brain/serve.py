@@ -84,6 +84,7 @@ def _children(host: str, port: int, web_workers: int, with_worker: bool, config:
         python, "-m", "gunicorn", "brain.wsgi:application", "--bind", f"{host}:{port}",
         "--workers", str(web_workers), "--worker-class", "gthread", "--threads", "8",
         "--graceful-timeout", "5", "--access-logfile", "-", "--log-level", "warning",
+        "--logger-class", "brain.gunicorn_log.AccessLogger",
     ])
     children = [web]
     if with_worker:
