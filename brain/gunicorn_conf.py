@@ -5,6 +5,8 @@ Use with `gunicorn brain.wsgi:application -c python:brain.gunicorn_conf`; comman
 
 import os
 
+from brain.gunicorn_log import heartbeat_dir
+
 worker_class = "gthread"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 threads = 8
@@ -18,6 +20,7 @@ keepalive = 5
 accesslog = "-"
 # MCP calls answered 2xx are logged once, structured, by the gateway (brain/gunicorn_log.py).
 logger_class = "brain.gunicorn_log.AccessLogger"
+worker_tmp_dir = heartbeat_dir()
 # A web request never holds the database longer than this (migrations, benches and jobs are not web requests).
 os.environ.setdefault("BRAIN_DB_STATEMENT_TIMEOUT_MS", "30000")
 # A request that arrives while PostgreSQL restarts waits this long for it instead of failing at once

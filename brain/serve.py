@@ -23,6 +23,7 @@ from typing import IO
 
 from brain.config import RuntimeConfig, runtime_config
 from brain.errors import StartupError
+from brain.gunicorn_log import heartbeat_dir
 
 HELP = "run the web server, a Celery worker and beat (and the embedded database)"
 _RESTART_LIMIT = 5
@@ -85,6 +86,7 @@ def _children(host: str, port: int, web_workers: int, with_worker: bool, config:
         "--workers", str(web_workers), "--worker-class", "gthread", "--threads", "8",
         "--graceful-timeout", "5", "--access-logfile", "-", "--log-level", "warning",
         "--logger-class", "brain.gunicorn_log.AccessLogger",
+        *(["--worker-tmp-dir", shm] if (shm := heartbeat_dir()) else []),
     ])
     children = [web]
     if with_worker:

@@ -4,15 +4,18 @@ and keeps a line for every other request, run by gunicorn itself with brain/guni
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 
-from brain.gunicorn_log import app_logged
+from brain import gunicorn_conf
+from brain.gunicorn_log import SHM, app_logged, heartbeat_dir
 from tests.brain.test_gunicorn_drain import _wait_listening
 from tests.support.proc import free_port
 
@@ -37,6 +40,10 @@ def test_only_answered_mcp_posts_leave_the_access_log(tmp_path: Path) -> None:
         for path, post in (("/mcp", True), ("/mcp?status=202", True), ("/mcp?status=401", True), ("/mcp", False),
                            ("/api/v1/projects", True), ("/healthz", False)):
             _request(port, path, post=post)
+        # The worker's heartbeat file (made and unlinked by gunicorn, kept open) lives on tmpfs.
+        workers = [w.pid for w in psutil.Process(proc.pid).children()]
+        assert workers and all(any(os.readlink(fd).startswith(f"{SHM}/") for fd in Path(f"/proc/{pid}/fd").iterdir())
+                               for pid in workers)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -52,3 +59,7 @@ def test_which_requests_the_gateway_logged() -> None:
     assert not app_logged(post, "401 Unauthorized") and not app_logged(post, None)
     assert not app_logged({**post, "REQUEST_METHOD": "GET"}, "200 OK")
     assert not app_logged({**post, "PATH_INFO": "/mcp/other"}, "200 OK")
+
+
+def test_the_heartbeat_lives_in_memory_where_it_can() -> None:
+    assert heartbeat_dir() == SHM == gunicorn_conf.worker_tmp_dir  # Linux has a writable /dev/shm
