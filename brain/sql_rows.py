@@ -55,10 +55,11 @@ def instances(row: Sequence[Any], aliases: Aliased) -> dict[str, Model | None]:
 def partial_instances(rows: Sequence[Sequence[Any]], model: type[Model], attnames: Sequence[str]) -> list[Model]:
     """Instances of `model` holding only `attnames` (the rest deferred, as `QuerySet.only` leaves them) from rows
     laid out in that order, each value converted as the ORM converts it."""
-    fields = [model._meta.get_field(name) for name in attnames]
-    converters = [(i, f.get_db_converters(connection)) for i, f in enumerate(fields)]  # type: ignore[union-attr]
+    concrete: list[Any] = list(model._meta.concrete_fields)  # get_db_converters is missing from django-stubs' Field
+    place = {f.attname: n for n, f in enumerate(concrete)}
+    converters = [(i, concrete[place[name]].get_db_converters(connection)) for i, name in enumerate(attnames)]
     # `Model.from_db` takes a partial row in the model's field order.
-    order = sorted(range(len(attnames)), key=lambda i: model._meta.concrete_fields.index(fields[i]))
+    order = sorted(range(len(attnames)), key=lambda i: place[attnames[i]])
     names = [attnames[i] for i in order]
     built = []
     for row in rows:

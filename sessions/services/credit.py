@@ -95,8 +95,10 @@ _EVENT_READ = ("id", "event_type", "content", "payload", "position")
 
 @cache
 def _events_statement() -> str:
-    columns = ", ".join(f'e."{SessionEvent._meta.get_field(name).column}"' for name in _EVENT_READ)  # type: ignore[union-attr]
-    return (f'SELECT {columns} FROM "{SessionEvent._meta.db_table}" AS e WHERE e.session_id = %(session)s '  # noqa: S608
+    column = {f.attname: f.column for f in SessionEvent._meta.concrete_fields}
+    columns = ", ".join(f'e."{column[name]}"' for name in _EVENT_READ)
+    table = SessionEvent._meta.db_table
+    return (f'SELECT {columns} FROM "{table}" AS e WHERE e.session_id = %(session)s '  # noqa: S608
             "ORDER BY e.occurred_at, e.created_at")
 
 
