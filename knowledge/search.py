@@ -113,9 +113,10 @@ class Fusion:
     max_distance: float = 0.75
     fts_postings: int = FTS_POSTINGS_BUDGET
     # Full-text candidates of each kind (rare-term rows, whole-query rows) when the scope is too large to search
-    # exactly. Knowledge search, which every session open runs, takes 200: at 100,000 rows its full-text statement
-    # fell from about 9.5 to 5 ms with the same 5 hits for 200 of 200 prompts (docs/benchmarks.md, issue 17,
-    # tenth pass); session search keeps FTS_SCAN_CAP (a large project's short turns need the wider pool).
+    # exactly. Knowledge search, which every session open runs, takes 200: at 100,000 rows a search took 14.4 ms
+    # p50 at 500, 11.6 at 250 and 10.7 at 150, with the same 5 hits for 200 of 200 prompts at each
+    # (docs/benchmarks.md, issue 17, tenth pass); session search keeps FTS_SCAN_CAP (a large project's short turns
+    # need the wider pool).
     fts_scan_cap: int = 200
     vector_long_lexemes: int = VECTOR_LONG_LEXEMES  # 0: plain cosine
     vector_length_b: float = VECTOR_LENGTH_B
