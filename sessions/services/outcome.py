@@ -6,17 +6,20 @@ stored result with `already_closed` set and changes nothing, so client retries a
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from brain.errors import Conflict, ValidationFailed
 from brain.logs import log_op
+from brain.sql_rows import execute_prepared
 from brain.text import text_storable
 from knowledge.models import KnowledgeItem, KnowledgeType
 from knowledge.services.skills import skills_promote
@@ -180,11 +183,31 @@ def _close(principal: Principal, session: Session, report: OutcomeReport) -> Ses
         learnings_dropped=tuple(LearningDropped(d["index"], d["reason"]) for d in verdict.dropped),
         hint=ask_back_hint(learnings_accepted=len(verdict.accepted), success=report.success, user_feedback=feedback),
     )
-    session.ended_at = timezone.now()
+    session.ended_at = session.updated_at = timezone.now()
     session.success, session.user_feedback, session.quality_score = report.success, feedback or "", scores.sqs
     session.outcome = {"report": _report_record(report), "result": _result_record(result)}
-    session.save(update_fields=["ended_at", "success", "user_feedback", "quality_score", "outcome", "updated_at"])
+    _closed_write(session)
     return result
+
+
+_CLOSED_FIELDS = ("ended_at", "success", "user_feedback", "quality_score", "outcome", "updated_at")
+
+
+@cache
+def _closed_statement() -> str:
+    column = {f.attname: f.column for f in Session._meta.concrete_fields}
+    values = ", ".join(f'"{column[name]}" = %({name})s' + ("::jsonb" if name == "outcome" else "")
+                       for name in _CLOSED_FIELDS)
+    return f'UPDATE "{Session._meta.db_table}" SET {values} WHERE "id" = %(id)s'  # noqa: S608 - names from the model
+
+
+def _closed_write(session: Session) -> None:
+    """The session's outcome fields, as `save(update_fields=...)` writes them, by one statement prepared per
+    connection (the ORM rebuilt the UPDATE on every close)."""
+    params = {name: getattr(session, name) for name in _CLOSED_FIELDS} | {"id": session.id}
+    params["outcome"] = json.dumps(session.outcome)
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, "brain_session_closed", _closed_statement(), params)
 
 
 # `Session.outcome` is stored JSON that the REST API and the export show as it is, so it keeps the keys it has

@@ -97,6 +97,10 @@ def test_failure_counts_and_strong_hint(tenant_a: Tenant) -> None:
     assert (rule.success_count, rule.failure_count) == (0, 1)
     assert list(SessionKnowledgeApplication.objects.filter(session=session).values_list("role", "outcome")) == [
         (ApplicationRole.USED_REPORTED, False)]
+    stored = Session.objects.get(id=session.id)  # the close's own UPDATE wrote every outcome field
+    assert (stored.success, stored.user_feedback, stored.quality_score) == (True, "down", result.scores.sqs)
+    assert stored.ended_at is not None and stored.updated_at == stored.ended_at
+    assert stored.outcome["report"]["userFeedback"] == "down" and stored.outcome["result"]["sqs"] == result.scores.sqs
 
 
 def test_learnings_validated_one_by_one(tenant_a: Tenant) -> None:
