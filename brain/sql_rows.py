@@ -120,6 +120,13 @@ def execute_prepared(cursor: Any, name: str, sql: str, params: dict[str, Any], *
         return
 
 
+def prepared_rows(name: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Every row of `sql` run as this connection's prepared statement `name` (see `execute_prepared`)."""
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, name, sql, params)
+        return list(cursor.fetchall())
+
+
 # Applies to the implicit transaction of the one query string it starts (PostgreSQL runs a multi-statement
 # simple query as one transaction).
 ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"

@@ -13,8 +13,8 @@ from knowledge.term_stats import TermStats, generating_terms, term_stats
 if TYPE_CHECKING:
     from knowledge.search import Fusion, Scope
 
-# At most this many full-text candidates of each kind (rare-term rows, whole-query rows) in a scope too large to
-# be searched exactly, unless the search's `Fusion.fts_scan_cap` says otherwise.
+# Session search's cap on full-text candidates of each kind (rare-term rows, whole-query rows) in a scope too large
+# to be searched exactly; each search takes its `Fusion.fts_scan_cap` (knowledge search's default is 200).
 FTS_SCAN_CAP = 500
 
 

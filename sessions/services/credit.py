@@ -26,7 +26,7 @@ from typing import Any, cast
 from django.db import connection
 from django.utils import timezone
 
-from brain.sql_rows import execute_prepared, partial_instances
+from brain.sql_rows import partial_instances, prepared_rows
 from knowledge.injection import SHORT_ID, short_id
 from knowledge.models import KnowledgeItem
 from projects.models import Project
@@ -84,10 +84,8 @@ def _owned(principal: Principal, ids: set[uuid.UUID]) -> set[uuid.UUID]:
     connection (the ORM's version rebuilt the visible-projects subquery on every close)."""
     if not ids:  # nothing reported: no query to build
         return set()
-    with connection.cursor() as cursor:
-        execute_prepared(cursor, "brain_credit_owned", _owned_statement(),
-                         {**visible_project_params(principal), "ids": list(ids)})
-        return {row[0] for row in cursor.fetchall()}
+    params = {**visible_project_params(principal), "ids": list(ids)}
+    return {row[0] for row in prepared_rows("brain_credit_owned", _owned_statement(), params)}
 
 
 _EVENT_READ = ("id", "event_type", "content", "payload", "position")
@@ -105,9 +103,7 @@ def _events_statement() -> str:
 def session_events_read(session: Session) -> list[SessionEvent]:
     """The session's events, read once for the whole close (credit, the error count, the next position): the
     fields the close reads, by one statement prepared per connection."""
-    with connection.cursor() as cursor:
-        execute_prepared(cursor, "brain_close_events", _events_statement(), {"session": session.id})
-        rows = cursor.fetchall()
+    rows = prepared_rows("brain_close_events", _events_statement(), {"session": session.id})
     return cast("list[SessionEvent]", partial_instances(rows, SessionEvent, _EVENT_READ))
 
 
@@ -130,9 +126,8 @@ def credit_plan(
 ) -> Credit:
     """Who gets what. `events`: the session's events when the caller has read them already."""
     events = session_events_read(session) if events is None else events
-    with connection.cursor() as cursor:
-        execute_prepared(cursor, "brain_credit_injected", _injected_statement(), {"session": session.id})
-        injected = [row[0] for row in cursor.fetchall()]
+    rows = prepared_rows("brain_credit_injected", _injected_statement(), {"session": session.id})
+    injected = [row[0] for row in rows]
     reported = _owned(principal, _resolve(used_ids, injected))
     rejected = _rejected(events, injected) - reported
     used = (reported | _mentioned(events, summary, injected)) - rejected

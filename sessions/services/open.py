@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from brain.logs import log_op
-from brain.sql_rows import execute_prepared, instances, select_list
+from brain.sql_rows import instances, prepared_rows, select_list
 from brain.text import text_storable
 from knowledge.embeddings import memoised
 from knowledge.injection import Injectable, Injection, build_injection
@@ -98,10 +98,8 @@ def _action_items_statement() -> str:
 def action_items_open(*, project: Project, email: str) -> list[KnowledgeItem]:
     """Open action items of `project` assigned to `email` (by its for: tag), blockers first, then oldest: one
     statement prepared per connection."""
-    with connection.cursor() as cursor:
-        execute_prepared(cursor, "brain_action_items_open", _action_items_statement(),
+    rows = prepared_rows("brain_action_items_open", _action_items_statement(),
                          {"project": project.id, "tag": f"for:{email.strip().lower()}"})
-        rows = cursor.fetchall()
     return [cast("KnowledgeItem", instances(row, _ITEM)["k"]) for row in rows]
 
 

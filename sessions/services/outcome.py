@@ -6,7 +6,6 @@ stored result with `already_closed` set and changes nothing, so client retries a
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Sequence
@@ -196,18 +195,17 @@ _CLOSED_FIELDS = ("ended_at", "success", "user_feedback", "quality_score", "outc
 @cache
 def _closed_statement() -> str:
     column = {f.attname: f.column for f in Session._meta.concrete_fields}
-    values = ", ".join(f'"{column[name]}" = %({name})s' + ("::jsonb" if name == "outcome" else "")
-                       for name in _CLOSED_FIELDS)
+    values = ", ".join(f'"{column[name]}" = %({name})s' for name in _CLOSED_FIELDS)
     return f'UPDATE "{Session._meta.db_table}" SET {values} WHERE "id" = %(id)s'  # noqa: S608 - names from the model
 
 
 def _closed_write(session: Session) -> None:
     """The session's outcome fields, as `save(update_fields=...)` writes them, by one statement prepared per
     connection (the ORM rebuilt the UPDATE on every close)."""
-    params = {name: getattr(session, name) for name in _CLOSED_FIELDS} | {"id": session.id}
-    params["outcome"] = json.dumps(session.outcome)
+    fields: dict[str, Any] = {f.attname: f for f in Session._meta.concrete_fields}  # adapted as the ORM adapts them
+    params = {name: fields[name].get_db_prep_save(getattr(session, name), connection) for name in _CLOSED_FIELDS}
     with connection.cursor() as cursor:
-        execute_prepared(cursor, "brain_session_closed", _closed_statement(), params)
+        execute_prepared(cursor, "brain_session_closed", _closed_statement(), params | {"id": session.id})
 
 
 # `Session.outcome` is stored JSON that the REST API and the export show as it is, so it keeps the keys it has
