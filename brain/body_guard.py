@@ -4,7 +4,8 @@ Refusals answered before reading the body (413 over the size cap, 401 without a 
 Origin) leave its bytes on a keep-alive connection; the server would parse them as the next request
 and the client's real next request is lost. This WSGI wrapper settles the connection when the answer
 starts: a remainder up to DRAIN_MAX_BYTES is read and discarded (the connection stays usable), a larger
-one (or one of unknown length) closes the connection after the answer (`Connection: close`).
+one (or one of unknown length) closes the connection after the answer: gunicorn (the web replicas) is told to
+and says `Connection: close`; granian (`brain serve`) closes a connection whose body was left unread by itself.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
-MCP_PATH = "/mcp"
+from brain.access_log import app_logged
+
 SHM = "/dev/shm"  # noqa: S108 - gunicorn makes its heartbeat file there with mkstemp (unique name, mode 0600)
 
 
@@ -24,12 +25,6 @@ def heartbeat_dir() -> str | None:
     """Where gunicorn's workers keep the file they touch after every request (their heartbeat): tmpfs where there
     is one, 0.08 ms less per MCP call here than on the data disk (docs/benchmarks.md, issue 17, tenth pass)."""
     return SHM if os.access(SHM, os.W_OK) else None
-
-
-def app_logged(environ: dict[str, Any], status: str | int | None) -> bool:
-    """A POST to /mcp answered 2xx: the gateway logged it already."""
-    code = str(status or "")[:3]
-    return environ.get("REQUEST_METHOD") == "POST" and environ.get("PATH_INFO") == MCP_PATH and code.startswith("2")
 
 
 class AccessLogger(Logger):

@@ -30,14 +30,14 @@ from brain.bench.mcp_load import _brain, served_brain
 HELP = "fuzz /mcp, /mcp/cognibrain and /api/v1 of a temporary brain with hostile input (needs the dev extras)"
 PATHS = ("/mcp", "/mcp/cognibrain")
 TENANTS = ("fuzz@example.test", "other@example.test")
-KEEPALIVE_RACE_SECONDS = 4.0  # gunicorn closes idle keep-alive connections after 5 s (brain/gunicorn_conf.py)
+KEEPALIVE_RACE_SECONDS = 4.0  # replicas' gunicorn closes idle keep-alive connections after 5 s (brain/gunicorn_conf.py)
 DROPPED_HEADERS = {"content-length", "connection", "accept-encoding", "user-agent"}  # the sender sets its own
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cases", type=int, default=2000, help="cases per interface (MCP, REST); default 2000")
     parser.add_argument("--clients", type=int, default=4, help="concurrent client threads (default 4)")
-    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers of the temporary server")
+    parser.add_argument("--web-workers", type=int, default=2, help="web workers of the temporary server")
     parser.add_argument("--seed", type=int, default=None, help="hypothesis seed (default: random, printed)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -272,11 +272,11 @@ def _fuzz(url: str, tokens: list[str], args: argparse.Namespace, seed: int) -> d
 
 def render(report: dict[str, Any]) -> str:
     lines = [f"{'interface':<9} {'cases':>7} {'5xx':>5} {'format':>7} {'dropped':>8} {'leaks':>6} "
-             f"{'p50 ms':>8} {'p95 ms':>8} {'refused by gunicorn (414/431)':>30}"]
+             f"{'p50 ms':>8} {'p95 ms':>8} {'refused by the server (414/431)':>31}"]
     for name in ("mcp", "rest"):
         t = report[name]
         lines.append(f"{name:<9} {t['cases']:>7} {t['5xx']:>5} {t['nonFormat']:>7} {t['dropped']:>8} "
-                     f"{t['leaks']:>6} {t['p50Ms']:>8.2f} {t['p95Ms']:>8.2f} {t['refusedByHttpServer']:>30}")
+                     f"{t['leaks']:>6} {t['p50Ms']:>8.2f} {t['p95Ms']:>8.2f} {t['refusedByHttpServer']:>31}")
         lines += [f"    {example}" for example in t["examples"]]
     lines.append(f"other tenant unchanged: {report['otherTenantUnchanged']}, its MCP sessions alive: "
                  f"{report['otherSessionsAlive']}; seed {report['seed']}, {report['seconds']} s, "

@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clients", type=_counts, default=[1, 8], help="concurrent clients, e.g. 1,8 (default)")
     parser.add_argument("--calls", type=int, default=2000, help="tools/call requests per era and client count")
     parser.add_argument("--era", choices=["both", "legacy", "modern"], default="both")
-    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers of the temporary server")
+    parser.add_argument("--web-workers", type=int, default=2, help="web workers of the temporary server")
     parser.add_argument("--reference", action="store_true",
                         help="also measure the official MCP Python SDK server (one trivial tool, uvicorn) "
                              "in the same run and print the ratio (handshake era)")
@@ -129,7 +129,7 @@ def _meta() -> dict[str, Any]:
 
 
 async def rpc_post(http: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
-    # gunicorn closes keep-alive connections idle for 2 s; a request that raced such a close is sent
+    # A server may close a keep-alive connection while it is idle; a request that raced such a close is sent
     # again on a fresh connection, as any HTTP client pool does (brain_list_projects is read-only).
     try:
         return await http.post(url, json=body, headers=headers)

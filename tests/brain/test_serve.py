@@ -117,8 +117,8 @@ def test_port_in_use_refuses_and_starts_nothing(served, tmp_path: Path) -> None:
 def test_killed_supervisor_takes_its_children_along(served) -> None:
     proc, data_dir, _, _ = served
     children = [p for p in psutil.Process(proc.pid).children() if "postgres" not in p.name()]
-    programs = {word for child in children for word in child.cmdline() if word in ("gunicorn", "celery")}
-    assert programs == {"gunicorn", "celery"}
+    programs = {word for child in children for word in child.cmdline() if word in ("granian", "celery")}
+    assert programs == {"granian", "celery"}
     proc.kill()  # SIGKILL: no chance to clean up, as after an OOM kill
     proc.wait()
     _, alive = psutil.wait_procs(children, timeout=30)
