@@ -91,10 +91,10 @@ def _children(host: str, port: int, web_workers: int, with_worker: bool, config:
 
 
 def web_server_args(host: str, port: int, workers: int) -> list[str]:
-    """granian serving the app over HTTP/1.1: at 8 clients it answered 45 % more MCP calls a second than gunicorn's
-    gthread workers on the same two cores, and one client's calls 13 % sooner (Rust parses and holds the
-    connections; Python runs only the app; docs/benchmarks.md, issue 17, eleventh pass). On SIGTERM it stops
-    accepting and lets the requests in flight finish for up to 5 s; a worker that dies is started again."""
+    """granian serving the app over HTTP/1.1: an MCP call took 10-20 % less web CPU than under gunicorn's gthread
+    workers on the same two cores and one client's calls were answered 0.2-0.5 ms sooner (Rust parses requests and
+    holds the connections; Python runs only the app; docs/benchmarks.md, issue 17, eleventh pass). On SIGTERM it
+    stops accepting and lets the requests in flight finish for up to 5 s; a worker that dies is started again."""
     return [
         "--interface", "wsgi", "--host", host, "--port", str(port), "--workers", str(workers),
         "--blocking-threads", "8", "--http", "1", "--no-ws", "--workers-kill-timeout", "5",
