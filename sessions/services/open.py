@@ -98,8 +98,8 @@ def _action_items_statement() -> str:
 def action_items_open(*, project: Project, email: str) -> list[KnowledgeItem]:
     """Open action items of `project` assigned to `email` (by its for: tag), blockers first, then oldest: one
     statement prepared per connection."""
-    rows = prepared_rows("brain_action_items_open", _action_items_statement(),
-                         {"project": project.id, "tag": f"for:{email.strip().lower()}"})
+    params = {"project": project.id, "tag": f"for:{email.strip().lower()}"}
+    rows = prepared_rows("brain_action_items_open", _action_items_statement(), params)
     return [cast("KnowledgeItem", instances(row, _ITEM)["k"]) for row in rows]
 
 

@@ -4,12 +4,10 @@ this run's database, with a second tenant's token beside the first."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -20,9 +18,8 @@ from typing import Any
 import pytest
 
 from brain.access_log import access_logged
-from brain.serve import web_server_args
 from tests.conftest import Tenant
-from tests.support.proc import database_url_for_children, free_port
+from tests.support.proc import database_url_for_children, free_port, wait_listening, web_server_argv
 from tests.support.status_wsgi import application as status_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -34,25 +31,13 @@ def served(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     port, log = free_port(), tmp_path / "web.log"
     env = {**os.environ, "DATABASE_URL": database_url_for_children()}
     with log.open("w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "granian", *web_server_args("127.0.0.1", port, 1)], env=env,
-                                stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(web_server_argv("granian", port), env=env, stdout=sink, stderr=subprocess.STDOUT)
     try:
-        _wait_healthy(port, proc)
+        wait_listening(port, proc)
         yield port, log
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-
-
-def _wait_healthy(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "granian exited"
-        with contextlib.suppress(OSError):
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2).read()
-            return
-        time.sleep(0.2)
-    raise AssertionError("granian did not answer /healthz")
 
 
 def _call(port: int, path: str, body: dict[str, Any] | None = None, token: str = "") -> int:
@@ -77,7 +62,7 @@ def _access_lines(log: Path) -> list[tuple[str, str, str]]:
 def test_answered_mcp_posts_leave_no_access_line_everything_else_one(
         served: tuple[int, Path], tenant_a: Tenant, tenant_b: Tenant) -> None:
     port, log = served
-    before = len(_access_lines(log))  # the readiness check's own GET /healthz
+    before = len(_access_lines(log))  # anything logged before the test's own requests
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     assert _call(port, "/mcp", initialize, tenant_a.user_raw) == 200

@@ -9,41 +9,25 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
 
-from brain.serve import web_server_args
 from tests.conftest import Tenant
-from tests.support.proc import database_url_for_children, free_port
+from tests.support.proc import database_url_for_children, free_port, wait_listening, web_server_argv
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-def _server_argv(server: str, port: int) -> list[str]:
-    if server == "granian":
-        return [sys.executable, "-m", "granian", *web_server_args("127.0.0.1", port, 1)]
-    return [sys.executable, "-m", "gunicorn", "brain.wsgi:application", "--bind", f"127.0.0.1:{port}",
-            "--workers", "1", "--worker-class", "gthread", "--threads", "4", "--log-level", "warning"]
 
 
 @pytest.fixture(params=["granian", "gunicorn"])
 def web(request: pytest.FixtureRequest, tenant_a: Tenant) -> Iterator[tuple[str, int]]:
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url_for_children(), "BRAIN_MCP_MAX_BODY_BYTES": "1000000"}
-    proc = subprocess.Popen(_server_argv(request.param, port), env=env, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(web_server_argv(request.param, port), env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
+        wait_listening(port, proc)
         yield request.param, port
     finally:
         proc.terminate()

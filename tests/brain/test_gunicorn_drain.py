@@ -13,23 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.proc import free_port
+from tests.support.proc import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-
-def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    import socket
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError("gunicorn did not start")
 
 
 def test_sigterm_finishes_the_request_in_flight() -> None:
@@ -38,7 +25,7 @@ def test_sigterm_finishes_the_request_in_flight() -> None:
                              "python:brain.gunicorn_conf", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_listening(port, proc)
+        wait_listening(port, proc)
         answers: list[str] = []
         thread = threading.Thread(target=lambda: answers.append(
             urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read().decode()))

@@ -16,8 +16,7 @@ import pytest
 
 from brain import gunicorn_conf
 from brain.gunicorn_log import SHM, app_logged, heartbeat_dir
-from tests.brain.test_gunicorn_drain import _wait_listening
-from tests.support.proc import free_port
+from tests.support.proc import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -36,7 +35,7 @@ def test_only_answered_mcp_posts_leave_the_access_log(tmp_path: Path) -> None:
                              "--access-logfile", str(log)], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        _wait_listening(port, proc)
+        wait_listening(port, proc)
         for path, post in (("/mcp", True), ("/mcp?status=202", True), ("/mcp?status=401", True), ("/mcp", False),
                            ("/api/v1/projects", True), ("/healthz", False)):
             _request(port, path, post=post)

@@ -7,12 +7,15 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
 from django.db import connection
+
+from brain.serve import web_server_args
 
 BRAIN = shutil.which("brain", path=str(Path(sys.executable).parent)) or "brain"
 
@@ -32,6 +35,27 @@ def database_url_for_children() -> str:
 def run_brain(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([BRAIN, *args], env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def web_server_argv(server: str, port: int) -> list[str]:
+    """One worker of a server that runs the app on 127.0.0.1:`port`: granian as `brain serve` starts it, or gunicorn
+    with gthread workers as the web replicas run it."""
+    if server == "granian":
+        return [sys.executable, "-m", "granian", *web_server_args("127.0.0.1", port, 1)]
+    return [sys.executable, "-m", "gunicorn", "brain.wsgi:application", "--bind", f"127.0.0.1:{port}",
+            "--workers", "1", "--worker-class", "gthread", "--threads", "4", "--log-level", "warning"]
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """Returns once 127.0.0.1:`port` accepts connections; fails if `proc` exits or `timeout` passes first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"nothing listening on port {port} (exit code {proc.poll()})")
 
 
 def free_port() -> int:
