@@ -66,24 +66,24 @@ def _brain(*args: str, env: dict[str, str]) -> str:
     return done.stdout.strip()
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
+def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"brain serve exited with code {proc.returncode}")
+            raise SystemExit(f"the web server exited with code {proc.returncode}")
         try:
             with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
                 if response.status == 200:
                     return
         except OSError:
             time.sleep(0.3)
-    raise SystemExit("the temporary brain did not become ready within 120 s")
+    raise SystemExit(f"the web server at {url} did not become ready within {timeout:.0f} s")
 
 
 @contextmanager
@@ -91,7 +91,7 @@ def served_brain(web_workers: int, output: IO[bytes] | None = None) -> Iterator[
     """(url, env for `_brain`) of a fresh `brain serve` (web only) on a temp data dir, its output to `output`
     (discarded without one); stopped and removed afterwards."""
     data_dir = Path(tempfile.mkdtemp(prefix="brain-bench-"))
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "BRAIN_DATA_DIR": str(data_dir), "BRAIN_PORT": str(port), "BRAIN_LOG_LEVEL": "WARNING"}
     env.pop("DATABASE_URL", None)
     exe = shutil.which("brain", path=str(Path(sys.executable).parent)) or "brain"
@@ -99,7 +99,7 @@ def served_brain(web_workers: int, output: IO[bytes] | None = None) -> Iterator[
                             stdout=output or subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(url, proc)
+        wait_ready(url, proc)
         yield url, env
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -229,7 +229,7 @@ def _measure_reference(args: argparse.Namespace) -> list[dict[str, Any]]:
     from brain.bench.mcp_reference import reference_python, reference_server
 
     python = reference_python()
-    with reference_server(_free_port(), python) as url:
+    with reference_server(free_port(), python) as url:
         if not args.json:
             print("reference (MCP Python SDK MCPServer under uvicorn, one trivial tool), handshake era:", flush=True)
         return _series(url, "none", args, False)

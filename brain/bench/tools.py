@@ -1,69 +1,53 @@
-"""`brain bench tools`: p50/p95 of brain_start_session (with a prompt) and brain_report_session_outcome
-over real HTTP /mcp, N concurrent clients, against a knowledge table of a given size.
+"""`brain bench tools`: p50/p95 of brain_start_session (with a prompt), brain_log_event, brain_list_projects and
+brain_report_session_outcome over real HTTP /mcp, N concurrent clients, against a knowledge table of a given size.
 
 Knowledge rows come from real rule files (awesome_cursorrules.jsonl) loaded with COPY the same way as
 `brain bench retrieval-scale` (one embedding per distinct rule, noisy copies), then the HNSW and GIN
-indexes are built. A WSGI server with a fixed pool of N worker threads in this process serves /mcp;
-each client thread opens its own MCP session (handshake era) with the bench user's token and repeats:
-start a session with a prompt cut from a real rule -> report the outcome with the injected ids and one
-learning. The bench user and
-everything it owns are deleted at the end.
+indexes are built. The product's own web server serves /mcp as `brain serve` starts it (granian, its vector
+batchers in its workers), on this process's database. Each client opens its own MCP session (handshake era)
+with the bench user's token on one kept-alive connection (`brain.bench.lean_http`, as `brain bench mcp` measures)
+and repeats: start a session with a prompt cut from a real rule, log events, list projects, report the outcome
+with the injected ids and one learning. The bench user and everything it owns are deleted at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
 import random
+import signal
 import statistics
+import subprocess
 import sys
-import threading
+import tempfile
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-import httpx
 import numpy as np
 
+from brain.bench.lean_http import LeanConnection
 from brain.bench.lme import percentile
+from brain.bench.mcp_load import bench_http, free_port, lean_connection, rpc_open, wait_ready
 from brain.bench.scale import DEFAULT_CORPUS, _load, rules_of
+from brain.config import runtime_config
+from brain.db_url import connection_url
+from brain.serve import web_server_args
 
 HNSW_SQL = ("CREATE INDEX IF NOT EXISTS knowledge_embedding_hnsw ON knowledge_knowledgeitem USING hnsw "
             "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
 GIN_SQL = "CREATE INDEX IF NOT EXISTS knowledge_search_gin ON knowledge_knowledgeitem USING gin (search_vector)"
 HELP = "measure p50/p95 of brain_start_session and brain_report_session_outcome over /mcp under load"
-MCP_VERSION = "2025-11-25"
 LOGS_PER_ROUND = 3
 TOOLS = ("brain_start_session", "brain_log_event", "brain_list_projects", "brain_report_session_outcome")
 KEYS = {"brain_start_session": "start", "brain_log_event": "log", "brain_list_projects": "list",
         "brain_report_session_outcome": "report"}
-
-
-class _PooledServer(WSGIServer):
-    """A fixed pool of worker threads (like a threaded app server): each keeps its database connection."""
-
-    pool: ThreadPoolExecutor
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self.pool.submit(self._handle, request, client_address)
-
-    def _handle(self, request: Any, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except Exception:  # a broken request must not kill the worker thread
-            self.handle_error(request, client_address)
-        finally:
-            self.shutdown_request(request)
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 def _restore_indexes() -> None:
@@ -81,6 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="awesome_cursorrules.jsonl")
     parser.add_argument("--rules", type=int, default=1000, help="distinct rules embedded (rows cycle through them)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--web-workers", type=int, default=2, help="web server processes (brain serve's default)")
     parser.add_argument("--seed", type=int, default=11)
 
 
@@ -91,58 +76,54 @@ def _counts(text: str) -> list[int]:
     return counts
 
 
-class McpClient:
-    """One MCP client session over HTTP (initialize, then tools/call with the session id)."""
-
-    def __init__(self, base: str, raw_token: str) -> None:
-        self.http = httpx.Client(base_url=base, timeout=120.0, headers={
-            "Authorization": f"Bearer {raw_token}", "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json"})
-        self.ids = 0
-        init = self._post("initialize", {"protocolVersion": MCP_VERSION, "capabilities": {},
-                                         "clientInfo": {"name": "brain-bench", "version": "1"}})
-        self.session = init.headers["Mcp-Session-Id"]
-        self.http.headers.update({"Mcp-Session-Id": self.session, "MCP-Protocol-Version": MCP_VERSION})
-        self.http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def _post(self, method: str, params: dict[str, Any]) -> httpx.Response:
-        self.ids += 1
-        response = self.http.post("/mcp", json={"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
-        response.raise_for_status()
-        return response
-
-    def call(self, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        start = time.perf_counter()
-        result = self._post("tools/call", {"name": name, "arguments": arguments}).json()["result"]
-        elapsed = (time.perf_counter() - start) * 1000
-        if result.get("isError"):
-            raise RuntimeError(f"{name} failed: {result['content'][0]['text']}")
-        return result["structuredContent"], elapsed
+async def _call(connection: LeanConnection, name: str, arguments: dict[str, Any], *,
+                read_only: bool = False) -> tuple[dict[str, Any], float]:
+    """One timed tools/call; a write is never sent twice (only a read is resent after a dropped connection)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    started = time.perf_counter()
+    answer = await connection.post(body, resend=read_only)
+    elapsed = (time.perf_counter() - started) * 1000
+    result = answer.json().get("result") if answer.status_code == 200 else None
+    if not result or result.get("isError"):
+        raise RuntimeError(f"{name} failed: HTTP {answer.status_code} {answer.body[:300]!r}")
+    return result["structuredContent"], elapsed
 
 
-def _client_loop(base: str, raw: str, prompts: list[str], out: dict[str, list[float]], stats: dict[str, int],
-                 lock: threading.Lock) -> None:
-    client = McpClient(base, raw)
-    for prompt in prompts:
-        started, t_start = client.call("brain_start_session", {"clientType": "bench", "prompt": prompt})
-        used = (started.get("relevantKnowledge") or {}).get("knowledgeIds", [])
-        logged = [client.call("brain_log_event", {"sessionId": started["sessionId"], "eventType": "note",
-                                                  "payload": {"text": f"step {n}: {prompt[:80]}"}})
-                  for n in range(LOGS_PER_ROUND)]
-        _, t_list = client.call("brain_list_projects", {})
-        learning = {"trigger": "benchmarking the brain", "rule": f"prefer measured figures: {prompt[:60]}",
-                    "rationale": "bench", "type": "heuristic"}
-        _, t_report = client.call("brain_report_session_outcome", {
-            "sessionId": started["sessionId"], "success": True, "userFeedback": "up", "filesModified": 1,
-            "knowledgeUsed": used, "learnings": [learning]})
-        with lock:
-            out["start"].append(t_start)
-            out["report"].append(t_report)
-            out["log"].extend(elapsed for _, elapsed in logged)
-            out["list"].append(t_list)
-            stats["events"] += len(logged)
-            stats["injected"] += len(used)
-            stats["starts_with_injection"] += 1 if used else 0
+async def _round(connection: LeanConnection, prompt: str, out: dict[str, list[float]], stats: dict[str, int]) -> None:
+    """start with a prompt, LOGS_PER_ROUND events, list, report with the injected ids and one learning."""
+    started, t_start = await _call(connection, "brain_start_session", {"clientType": "bench", "prompt": prompt})
+    used = (started.get("relevantKnowledge") or {}).get("knowledgeIds", [])
+    logged = [await _call(connection, "brain_log_event", {"sessionId": started["sessionId"], "eventType": "note",
+                                                          "payload": {"text": f"step {n}: {prompt[:80]}"}})
+              for n in range(LOGS_PER_ROUND)]
+    _, t_list = await _call(connection, "brain_list_projects", {}, read_only=True)
+    learning = {"trigger": "benchmarking the brain", "rule": f"prefer measured figures: {prompt[:60]}",
+                "rationale": "bench", "type": "heuristic"}
+    _, t_report = await _call(connection, "brain_report_session_outcome", {
+        "sessionId": started["sessionId"], "success": True, "userFeedback": "up", "filesModified": 1,
+        "knowledgeUsed": used, "learnings": [learning]})
+    out["start"].append(t_start)
+    out["report"].append(t_report)
+    out["log"].extend(elapsed for _, elapsed in logged)
+    out["list"].append(t_list)
+    stats["events"] += len(logged)
+    stats["injected"] += len(used)
+    stats["starts_with_injection"] += 1 if used else 0
+
+
+async def _client(url: str, raw: str, prompts: list[str], out: dict[str, list[float]], stats: dict[str, int],
+                  ready: asyncio.Barrier) -> None:
+    """One MCP client (handshake era) on its own kept-alive connection: a warm-up open, then its rounds, started
+    with every other client's."""
+    async with bench_http(raw, 1) as http:
+        headers = await rpc_open(http, url, False)
+        connection = lean_connection(http, url, headers)
+        await _call(connection, "brain_start_session", {"prompt": prompts[0][:80]})  # this worker's model and caches
+        await ready.wait()
+        for prompt in prompts:
+            await _round(connection, prompt, out, stats)
+        await connection.close()
+        await http.delete(url, headers=headers)
 
 
 def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int) -> dict[str, float]:
@@ -174,53 +155,53 @@ def _summary(times: list[float]) -> dict[str, Any]:
             "mean": round(statistics.fmean(times), 1) if times else None}
 
 
-def _close_worker_connections(pool: ThreadPoolExecutor, workers: int) -> None:
-    """Closes each worker thread's database connection: one task per thread, held apart by a barrier."""
-    from django.db import connections
+@contextmanager
+def product_server(workers: int) -> Iterator[str]:
+    """The /mcp URL of granian serving the app as `brain serve` starts it (`workers` processes), on a free port and
+    on this process's database; its output goes to a temporary file, shown when it fails to start."""
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": connection_url(), "BRAIN_DATA_DIR": str(runtime_config().data_dir),
+           "BRAIN_LOG_LEVEL": "WARNING"}
+    argv = [sys.executable, "-m", "granian", *web_server_args("127.0.0.1", port, workers)]
+    with tempfile.TemporaryFile() as output:
+        proc = subprocess.Popen(argv, env=env, stdout=output, stderr=subprocess.STDOUT)
+        try:
+            wait_ready(f"http://127.0.0.1:{port}", proc)
+            yield f"http://127.0.0.1:{port}/mcp"
+        except SystemExit:
+            output.seek(0)
+            print(output.read().decode(errors="replace")[-2000:], file=sys.stderr)
+            raise
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
-    barrier = threading.Barrier(workers)
 
-    def close() -> None:
-        connections.close_all()
-        barrier.wait(timeout=30)
-
-    for future in [pool.submit(close) for _ in range(workers)]:
-        future.result()
-
-
-def _drive(args: argparse.Namespace, clients: int, raw: str, rules: list[str]) -> tuple[dict[str, Any], float]:
-    from django.core.handlers.wsgi import WSGIHandler
-
-    server = make_server("127.0.0.1", 0, WSGIHandler(), server_class=_PooledServer, handler_class=_QuietHandler)
-    server.pool = ThreadPoolExecutor(max_workers=clients, thread_name_prefix="bench-web")
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
+def _drive(url: str, args: argparse.Namespace, clients: int, raw: str,
+           rules: list[str]) -> tuple[dict[str, Any], float]:
     pick = random.Random(args.seed)
-    McpClient(base, raw).call("brain_start_session", {"prompt": rules[0][:80]})  # warm the model and caches
+    prompts = [[" ".join(pick.choice(rules).split()[:12]) for _ in range(args.rounds)] for _ in range(clients)]
     out: dict[str, list[float]] = {"start": [], "report": [], "log": [], "list": []}
     stats = {"injected": 0, "starts_with_injection": 0, "events": 0}
-    lock = threading.Lock()
-    threads = [
-        threading.Thread(target=_client_loop, args=(
-            base, raw, [" ".join(pick.choice(rules).split()[:12]) for _ in range(args.rounds)], out, stats, lock))
-        for _ in range(clients)
-    ]
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    wall = time.perf_counter() - start
-    server.shutdown()
-    _close_worker_connections(server.pool, clients)
-    server.pool.shutdown(wait=True)
+
+    async def drive() -> float:
+        ready = asyncio.Barrier(clients + 1)
+        tasks = [asyncio.create_task(_client(url, raw, mine, out, stats, ready)) for mine in prompts]
+        await ready.wait()
+        start = time.perf_counter()
+        await asyncio.gather(*tasks)
+        return time.perf_counter() - start
+
+    wall = asyncio.run(drive())
     result = {name: _summary(out[KEYS[name]]) for name in TOOLS}
     return {**result, **stats, "eventsPerSecond": round(stats["events"] / wall, 1)}, wall
 
 
 def run(args: argparse.Namespace) -> int:
     from projects.services.accounts import project_ensure_named, token_create, user_create
-    from sessions.models import SessionEvent
 
     if not args.corpus.is_file() or args.items < 0 or args.rounds < 1:
         print(f"brain: need --corpus FILE (got {args.corpus}), --items >= 0, --clients and --rounds >= 1",
@@ -237,25 +218,35 @@ def run(args: argparse.Namespace) -> int:
         setup = _load_rows(user, project, rules, args.items, args.seed)
         print(f"loaded {args.items} knowledge rows {setup}", file=sys.stderr)
         runs: list[dict[str, Any]] = []
-        for clients in args.clients:
-            latency, wall = _drive(args, clients, raw, rules)
-            # Every acknowledged event must be in the table (vectors may still be on their way).
-            latency["eventsStored"] = SessionEvent.objects.filter(user_id=user.id, event_type="note").count() - sum(
-                r["events"] for r in runs)
-            runs.append({"clients": clients, "wall_s": round(wall, 1),
-                         "pairs_per_s": round(clients * args.rounds / wall, 1), **latency})
+        with product_server(args.web_workers) as url:
+            for clients in args.clients:
+                runs.append(_run(url, args, clients, raw, rules, user.id, runs))
     finally:
         logging.disable(logging.NOTSET)
         user.delete()
         _restore_indexes()
-    report = {"items": args.items, "rounds": args.rounds, "setup": setup, "load": os.getloadavg(), "runs": runs}
+    report = {"items": args.items, "rounds": args.rounds, "server": f"granian, {args.web_workers} workers",
+              "setup": setup, "load": os.getloadavg(), "runs": runs}
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
 
 
+def _run(url: str, args: argparse.Namespace, clients: int, raw: str, rules: list[str], user_id: Any,
+         earlier: list[dict[str, Any]]) -> dict[str, Any]:
+    from sessions.models import SessionEvent
+
+    latency, wall = _drive(url, args, clients, raw, rules)
+    # Every acknowledged event must be in the table (vectors may still be on their way).
+    stored = SessionEvent.objects.filter(user_id=user_id, event_type="note").count()
+    latency["eventsStored"] = stored - sum(run["events"] for run in earlier)
+    return {"clients": clients, "wall_s": round(wall, 1), "pairs_per_s": round(clients * args.rounds / wall, 1),
+            **latency}
+
+
 def render(report: dict[str, Any]) -> str:
     lines = [f"{report['items']} knowledge rows, {report['rounds']} rounds per client (start with a prompt, "
-             f"{LOGS_PER_ROUND} x log, list, report), setup {report['setup']}, load {report['load']}"]
+             f"{LOGS_PER_ROUND} x log, list, report), served by {report['server']}, setup {report['setup']}, "
+             f"load {report['load']}"]
     for run in report["runs"]:
         lines += ["", f"{run['clients']} concurrent MCP client(s): {run['pairs_per_s']} sessions/s, "
                   f"{run['eventsPerSecond']} events/s",

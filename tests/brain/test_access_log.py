@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from brain.access_log import access_logged
+from brain.db_url import connection_url
 from tests.conftest import Tenant
-from tests.support.proc import database_url_for_children, free_port, wait_listening, web_server_argv
+from tests.support.proc import free_port, wait_listening, web_server_argv
 from tests.support.status_wsgi import application as status_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -29,7 +30,7 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     port, log = free_port(), tmp_path / "web.log"
-    env = {**os.environ, "DATABASE_URL": database_url_for_children()}
+    env = {**os.environ, "DATABASE_URL": connection_url()}
     with log.open("w") as sink:
         proc = subprocess.Popen(web_server_argv("granian", port), env=env, stdout=sink, stderr=subprocess.STDOUT)
     try:

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from brain.db_url import connection_url
 from tests.conftest import Tenant
-from tests.support.proc import database_url_for_children, free_port, wait_listening, web_server_argv
+from tests.support.proc import free_port, wait_listening, web_server_argv
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 @pytest.fixture(params=["granian", "gunicorn"])
 def web(request: pytest.FixtureRequest, tenant_a: Tenant) -> Iterator[tuple[str, int]]:
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url_for_children(), "BRAIN_MCP_MAX_BODY_BYTES": "1000000"}
+    env = {**os.environ, "DATABASE_URL": connection_url(), "BRAIN_MCP_MAX_BODY_BYTES": "1000000"}
     proc = subprocess.Popen(web_server_argv(request.param, port), env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:

@@ -2,16 +2,17 @@ from __future__ import annotations
 
 import pytest
 
+from brain.db_url import connection_url
 from projects.models import ApiToken, User
 from projects.selectors.accounts import token_digest
-from tests.support.proc import database_url_for_children, run_brain
+from tests.support.proc import run_brain
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def db_env() -> dict[str, str]:
-    return {"DATABASE_URL": database_url_for_children()}
+    return {"DATABASE_URL": connection_url()}
 
 
 def test_user_then_token_prints_a_token_stored_only_as_digest(db_env) -> None:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
+from brain.db_url import connection_url
 from projects.models import ApiToken, User
 from projects.services.accounts import token_create, token_revoke
-from tests.support.proc import database_url_for_children, run_brain
+from tests.support.proc import run_brain
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def db_env() -> dict[str, str]:
-    return {"DATABASE_URL": database_url_for_children()}
+    return {"DATABASE_URL": connection_url()}
 
 
 def test_token_list_shows_each_token_of_that_user_only(db_env, tenant_a, tenant_b) -> None:

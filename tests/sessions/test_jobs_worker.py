@@ -22,6 +22,7 @@ from django.test import override_settings
 
 from brain.broker import sends_flush
 from brain.celery import app
+from brain.db_url import connection_url
 from knowledge.models import KnowledgeItem
 from sessions.models import JobStatus, Session, SessionJob
 from sessions.services.events import session_event_log, session_start
@@ -29,7 +30,7 @@ from sessions.services.jobs import session_jobs_requeue
 from sessions.services.outcome import OutcomeReport, session_report_outcome
 from tests.conftest import Tenant
 from tests.support.fake_llm import FakeLlm, fake_llm_server
-from tests.support.proc import database_url_for_children, free_port
+from tests.support.proc import free_port
 
 REDIS_URL = "redis://127.0.0.1:6379/14"
 CORRECTION = "Never use Formik in this repo, we use react-hook-form with zod for every form."
@@ -68,7 +69,7 @@ def sending_to(url: str) -> Iterator[None]:
 def worker(url: str | None, tmp_path: Path, **env: str) -> Iterator[subprocess.Popen[bytes]]:
     """A real worker process; `url` None = no REDIS_URL, i.e. the filesystem broker in the data dir."""
     child_env = {k: v for k, v in os.environ.items() if k not in (*_LLM_VARS, "REDIS_URL")}
-    child_env.update(DATABASE_URL=database_url_for_children(), BRAIN_LOG_LEVEL="INFO", **env)
+    child_env.update(DATABASE_URL=connection_url(), BRAIN_LOG_LEVEL="INFO", **env)
     if url:
         child_env["REDIS_URL"] = url
     log = (tmp_path / f"worker-{time.monotonic_ns()}.log").open("wb")

@@ -11,25 +11,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 from django.db import connection
 
 from brain.serve import web_server_args
 
 BRAIN = shutil.which("brain", path=str(Path(sys.executable).parent)) or "brain"
-
-
-def database_url_for_children() -> str:
-    """The URL of the database this test run uses (the test_ database), for child processes."""
-    db = connection.settings_dict
-    user = quote(db["USER"] or "")
-    password = f":{quote(db['PASSWORD'])}" if db.get("PASSWORD") else ""
-    host = db.get("HOST") or ""
-    if host.startswith("/"):
-        return f"postgres://{user}{password}@/{db['NAME']}?host={quote(host)}"
-    port = f":{db['PORT']}" if db.get("PORT") else ""
-    return f"postgres://{user}{password}@{host}{port}/{db['NAME']}"
 
 
 def run_brain(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
