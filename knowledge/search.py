@@ -29,7 +29,8 @@ Mode = Literal["hybrid", "fts", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "fts", "vector")
 # Full-text candidates come from the query's rarer terms, within this many estimated postings (rows the GIN
 # index must list) in the caller's scope, plus the rows matching the whole query; at most `Fusion.fts_scan_cap`
-# of each (knowledge/search_scope.py).
+# of each (knowledge/search_scope.py). Session search's budget; knowledge search takes a quarter of it
+# (`Fusion.fts_postings`).
 FTS_POSTINGS_BUDGET = 20000
 # A scope of at most this many rows is searched exactly: every distance computed (no HNSW walk) and every
 # full-text match scored (no candidate cap). One project's sessions or knowledge are usually this small.
@@ -111,7 +112,13 @@ class Fusion:
     # Nearest neighbours exist for any query; beyond this cosine distance they are not evidence (a value set with
     # the engine, not measured by a benchmark yet). Session search passes MAX_COSINE_DISTANCE: no cut.
     max_distance: float = 0.75
-    fts_postings: int = FTS_POSTINGS_BUDGET
+    # Knowledge search's postings budget. Its pool keeps at most `fts_scan_cap` rows of the generating terms,
+    # in the index's order, so postings far beyond the cap only add rows that hold a commoner term in place of
+    # rows that hold a rarer one, and the GIN index lists them all on every open. At 100,000 rows 5,000 took
+    # the full-text statement from 9.0-9.4 to 6.0-6.6 ms p50 with a copy of the source rule among the 5 hits
+    # for 200 of 200 prompts, as at 20,000 (docs/benchmarks.md, issue 17, twelfth pass); session search keeps
+    # FTS_POSTINGS_BUDGET with its wider pool.
+    fts_postings: int = FTS_POSTINGS_BUDGET // 4
     # Full-text candidates of each kind (rare-term rows, whole-query rows) when the scope is too large to search
     # exactly. Knowledge search, which every session open runs, takes 200: at 100,000 rows a search took 14.4 ms
     # p50 at 500, 11.6 at 250 and 10.7 at 150, with the same 5 hits for 200 of 200 prompts at each

@@ -14,7 +14,7 @@ from django.utils import timezone
 from brain.errors import ValidationFailed
 from brain.text import text_storable
 from knowledge.scoring import Context, Weights, rescore_candidates
-from knowledge.search import MAX_COSINE_DISTANCE, Fusion, Mode, Scope, hybrid_candidates
+from knowledge.search import FTS_POSTINGS_BUDGET, MAX_COSINE_DISTANCE, Fusion, Mode, Scope, hybrid_candidates
 from knowledge.search_neighbours import RowOrder
 from knowledge.search_scope import FTS_SCAN_CAP
 from knowledge.selectors.search import fusion_from_settings
@@ -46,8 +46,9 @@ EVENT_RANK_CONSTANTS: dict[str, Any] = {"rrf_k": 1, "rrf_k_vector": 0}
 # turns answer the turn before them or are named by the one after (knowledge/search_neighbours.py;
 # docs/benchmarks.md, issue 16, eleventh step).
 EVENT_NEIGHBOURS: dict[str, Any] = {"fts_neighbours": 0.5, "neighbours": 0.25}
-# A large project's full-text pool keeps the wider cap (knowledge search narrows it for the open's latency).
-EVENT_POOL: dict[str, Any] = {"fts_scan_cap": FTS_SCAN_CAP}
+# A large project's full-text pool keeps the wider cap and postings budget (knowledge search narrows both for the
+# open's latency).
+EVENT_POOL: dict[str, Any] = {"fts_scan_cap": FTS_SCAN_CAP, "fts_postings": FTS_POSTINGS_BUDGET}
 EVENT_ORDER = RowOrder(group="session_id", position="position")
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
 EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)

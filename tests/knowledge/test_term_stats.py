@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from knowledge import term_stats
-from knowledge.search import Fusion, hybrid_candidates
+from knowledge.search import FTS_POSTINGS_BUDGET, Fusion, hybrid_candidates
 from knowledge.search_scope import FTS_SCAN_CAP
 from knowledge.selectors.search import KNOWLEDGE_TABLE, fusion_from_settings, knowledge_scope, knowledge_search
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
@@ -99,6 +99,15 @@ def test_a_large_scopes_pool_holds_at_most_the_cap_of_each_kind(tenant_a: Tenant
     assert 3 <= len(capped.candidates) <= 6
     assert len(_fts_scored(tenant_a, "deploy", budget=1000)) > 100  # the default cap (200) holds them all
     assert fusion_from_settings().fts_scan_cap == 200 and event_fusion().fts_scan_cap == FTS_SCAN_CAP == 500
+
+
+def test_knowledge_search_lists_fewer_postings_than_session_search(tenant_a: Tenant, analysed: None) -> None:
+    # The open's search takes a quarter of session search's budget: its pool is smaller (docs/benchmarks.md).
+    assert fusion_from_settings().fts_postings == 5000 and event_fusion().fts_postings == FTS_POSTINGS_BUDGET == 20000
+    lexemes, stats = ["deploy", "kubernet"], term_stats.term_stats(KNOWLEDGE_TABLE)
+    # In a 15,000-row scope with these shares (deploy ~0.98, kubernetes ~0.03), "deploy" fits only the wider budget.
+    assert generating_terms(lexemes, stats, event_fusion().fts_postings, 15000) == ["kubernet", "deploy"]
+    assert generating_terms(lexemes, stats, fusion_from_settings().fts_postings, 15000) == ["kubernet"]
 
 
 def test_a_query_of_common_words_still_finds_rows(tenant_a: Tenant, analysed: None) -> None:
