@@ -43,7 +43,7 @@ from brain.serve import web_server_args
 HNSW_SQL = ("CREATE INDEX IF NOT EXISTS knowledge_embedding_hnsw ON knowledge_knowledgeitem USING hnsw "
             "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
 GIN_SQL = "CREATE INDEX IF NOT EXISTS knowledge_search_gin ON knowledge_knowledgeitem USING gin (search_vector)"
-HELP = "measure p50/p95 of brain_start_session and brain_report_session_outcome over /mcp under load"
+HELP = "p50/p95 of session start, log, list and report over /mcp, served as brain serve serves it, under load"
 LOGS_PER_ROUND = 3
 TOOLS = ("brain_start_session", "brain_log_event", "brain_list_projects", "brain_report_session_outcome")
 KEYS = {"brain_start_session": "start", "brain_log_event": "log", "brain_list_projects": "list",
@@ -116,9 +116,13 @@ async def _client(url: str, raw: str, prompts: list[str], out: dict[str, list[fl
     """One MCP client (handshake era) on its own kept-alive connection: a warm-up open, then its rounds, started
     with every other client's."""
     async with bench_http(raw, 1) as http:
-        headers = await rpc_open(http, url, False)
-        connection = lean_connection(http, url, headers)
-        await _call(connection, "brain_start_session", {"prompt": prompts[0][:80]})  # this worker's model and caches
+        try:
+            headers = await rpc_open(http, url, False)
+            connection = lean_connection(http, url, headers)
+            await _call(connection, "brain_start_session", {"prompt": prompts[0][:80]})  # the worker's model, caches
+        except BaseException:
+            await ready.abort()  # the other clients and the clock stop waiting for this one
+            raise
         await ready.wait()
         for prompt in prompts:
             await _round(connection, prompt, out, stats)
@@ -190,7 +194,11 @@ def _drive(url: str, args: argparse.Namespace, clients: int, raw: str,
     async def drive() -> float:
         ready = asyncio.Barrier(clients + 1)
         tasks = [asyncio.create_task(_client(url, raw, mine, out, stats, ready)) for mine in prompts]
-        await ready.wait()
+        try:
+            await ready.wait()
+        except asyncio.BrokenBarrierError:
+            await asyncio.gather(*tasks)  # raises the failed client's own error
+            raise
         start = time.perf_counter()
         await asyncio.gather(*tasks)
         return time.perf_counter() - start

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -9,11 +12,14 @@ import pytest
 from brain.bench import tools
 from knowledge.models import KnowledgeItem
 from projects.models import User
+from sessions.models import Session
+from tests.conftest import Tenant
 from tests.support.bench import bench_report
 
 
 @pytest.mark.django_db(transaction=True)
-def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], small_corpus: Path) -> None:
+def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], small_corpus: Path,
+                                        tenant_a: Tenant) -> None:
     report = bench_report(tools, ["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json",
                                   "--corpus", str(small_corpus)], capsys)
     (run,) = report["runs"]
@@ -24,3 +30,28 @@ def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], smal
     assert run["starts_with_injection"] == 4
     assert not User.objects.filter(email__endswith="@bench.invalid").exists()
     assert not KnowledgeItem.objects.exists()
+    # Another tenant on the same database: still there, and none of the bench's sessions are its.
+    assert User.objects.filter(pk=tenant_a.user.pk).exists() and not Session.objects.filter(user=tenant_a.user).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_client_that_cannot_start_stops_the_run_instead_of_hanging_it(tenant_a: Tenant) -> None:
+    # A client whose handshake fails (here: a token nobody issued) must end the run with its error, not leave the
+    # other clients and the clock waiting at the start line.
+    outcome: list[BaseException | None] = []
+
+    def drive() -> None:
+        try:
+            with tools.product_server(1) as url:
+                tools._drive(url, argparse.Namespace(seed=1, rounds=1), 3, "eb_not-a-token", ["one rule of words"])
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    runner = threading.Thread(target=drive, daemon=True)
+    runner.start()
+    runner.join(timeout=120)
+    assert not runner.is_alive(), "the run hung"
+    assert outcome and isinstance(outcome[0], Exception)
+    assert not isinstance(outcome[0], asyncio.BrokenBarrierError)  # the client's own error, not the barrier's
+    assert not Session.objects.exists()  # nothing was opened, for the tenant or anyone
