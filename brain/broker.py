@@ -19,7 +19,7 @@ from typing import Any
 from celery import current_app
 
 from brain.logs import log_op
-from brain.process_queue import ProcessQueue
+from brain.process_queue import ProcessQueue, next_item
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def _send_queued(pending: queue.Queue[tuple[Sequence[Message], str]]) -> None:
     from django.db import close_old_connections, connections
 
     while True:
-        messages, op = pending.get()
+        messages, op = next_item(pending)
         try:
             close_old_connections()
             send_quick(messages, op=op)  # logs and swallows broker failures; `on_sent` stamps rows

@@ -11,6 +11,23 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 Item = TypeVar("Item")
+# A drain thread keeps its database connection while work keeps coming and closes it once it has waited this long
+# for more: an idle web process holds no connection for nothing, and a steady stream of writes does not pay a new
+# PostgreSQL connection per item (closing whenever the queue ran empty opened about 1.5 a round of the session
+# loop of `brain bench tools`; docs/benchmarks.md, issue 17, twelfth pass).
+IDLE_CLOSE_S = 2.0
+
+
+def next_item(pending: queue.Queue[Item]) -> Item:
+    """The next queued item, for a drain function; a thread that has waited IDLE_CLOSE_S for it first closes its
+    database connections."""
+    try:
+        return pending.get(timeout=IDLE_CLOSE_S)
+    except queue.Empty:
+        from django.db import connections
+
+        connections.close_all()
+        return pending.get()
 
 
 class ProcessQueue(Generic[Item]):
@@ -39,12 +56,7 @@ class ProcessQueue(Generic[Item]):
         return True
 
     def done(self, count: int = 1) -> None:
-        """Marks `count` items handled; an idle thread holds no database connection (a test database must be
-        droppable, and an idle web process should not keep one open for nothing)."""
-        from django.db import connections
-
-        if self.queue.empty():
-            connections.close_all()
+        """Marks `count` items handled (the drain thread closes its connection once idle: `next_item`)."""
         for _ in range(count):
             self.queue.task_done()
 

@@ -26,6 +26,18 @@ def django_db_modify_db_settings() -> Iterator[None]:
     stop()
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """pytest-django's test database, whose drop at the end must not meet a connection still held by a background
+    thread of this process (a drain thread keeps its connection for `IDLE_CLOSE_S` after its last item)."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+
 @dataclass
 class Tenant:
     """A user with a personal org, one project, a user-scoped and a project-scoped token."""

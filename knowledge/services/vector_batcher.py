@@ -19,7 +19,7 @@ from typing import Any
 from django.db import close_old_connections, connections, transaction
 
 from brain.logs import log_failure, log_op
-from brain.process_queue import ProcessQueue
+from brain.process_queue import ProcessQueue, next_item
 from knowledge.embeddings import EmbeddingUnavailable, embed_texts, lower_thread_priority
 from knowledge.services.backfill import Target
 
@@ -61,7 +61,7 @@ class VectorBatcher:
 
     @staticmethod
     def _gather(pending: queue.Queue[Any]) -> list[Any]:
-        ids = [pending.get()]
+        ids = [next_item(pending)]
         deadline = time.monotonic() + GATHER_SECONDS
         while len(ids) < BATCH_MAX:
             try:
