@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from celery import Celery
 from celery.schedules import crontab
@@ -11,7 +12,13 @@ from brain.config import env
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
 
+_module_path = list(sys.path)
 app = Celery("brain")
+# Celery's Django fix-up puts the working directory first on the module path, for projects run from their source
+# tree. The brain is installed: a directory someone starts it from that holds a package named like one of ours
+# (`projects/`, `sessions/`, ...) must not stand in for it (tests/brain/test_wheel_install.py starts it among such).
+if sys.path and sys.path[0] == os.getcwd() and sys.path[:1] != _module_path[:1]:
+    del sys.path[0]
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.beat_schedule = {
     # Background intelligence (docs/jobs.md). Nightly jobs fan out one task per scope with a fixed as_of.

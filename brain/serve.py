@@ -90,6 +90,12 @@ def _children(host: str, port: int, web_workers: int, with_worker: bool, config:
     return children
 
 
+# The directory holding the brain's own packages (site-packages, or the checkout). The web server and the worker
+# run from it: granian and Celery put their working directory first on the module path, and the directory someone
+# starts the brain from may hold packages named like ours (`projects/`, `sessions/`, ...).
+PACKAGES_DIR = Path(__file__).resolve().parents[1]
+
+
 def web_server_args(host: str, port: int, workers: int) -> list[str]:
     """granian serving the app over HTTP/1.1: an MCP call took 10-20 % less web CPU than under gunicorn's gthread
     workers on the same two cores and one client's calls were answered 0.2-0.5 ms sooner (Rust parses requests and
@@ -114,7 +120,7 @@ def _die_with_parent() -> None:
 
 def _start(child: Child, env: dict[str, str]) -> None:
     child.process = subprocess.Popen(
-        child.argv, env=env, start_new_session=True, preexec_fn=_die_with_parent
+        child.argv, env=env, cwd=PACKAGES_DIR, start_new_session=True, preexec_fn=_die_with_parent
     )
 
 
@@ -205,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
         # Children compute the same database settings from the same environment.
         env = dict(os.environ)
         env["BRAIN_DATA_DIR"] = str(config.data_dir)
+        if env.get("BRAIN_EMBEDDINGS_MODEL_DIR"):  # the children run from PACKAGES_DIR: a relative path stays yours
+            env["BRAIN_EMBEDDINGS_MODEL_DIR"] = str(Path(env["BRAIN_EMBEDDINGS_MODEL_DIR"]).expanduser().resolve())
         # The children's default BRAIN_PUBLIC_URL follows these; an unset BRAIN_PUBLIC_URL stays unset, so the
         # token wizard prints the address people browse to rather than a bind address such as 0.0.0.0.
         env["BRAIN_HOST"], env["BRAIN_PORT"] = host, str(port)

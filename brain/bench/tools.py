@@ -38,7 +38,7 @@ from brain.bench.mcp_load import bench_http, free_port, lean_connection, rpc_ope
 from brain.bench.scale import DEFAULT_CORPUS, _load, rules_of
 from brain.config import runtime_config
 from brain.db_url import connection_url
-from brain.serve import web_server_args
+from brain.serve import PACKAGES_DIR, web_server_args
 
 HNSW_SQL = ("CREATE INDEX IF NOT EXISTS knowledge_embedding_hnsw ON knowledge_knowledgeitem USING hnsw "
             "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
@@ -168,7 +168,7 @@ def product_server(workers: int) -> Iterator[str]:
            "BRAIN_LOG_LEVEL": "WARNING"}
     argv = [sys.executable, "-m", "granian", *web_server_args("127.0.0.1", port, workers)]
     with tempfile.TemporaryFile() as output:
-        proc = subprocess.Popen(argv, env=env, stdout=output, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, env=env, cwd=PACKAGES_DIR, stdout=output, stderr=subprocess.STDOUT)
         try:
             wait_ready(f"http://127.0.0.1:{port}", proc)
             yield f"http://127.0.0.1:{port}/mcp"

@@ -14,15 +14,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.support.proc import BRAIN, free_port, run_brain
+from tests.support.proc import BRAIN, decoy_packages, free_port, run_brain
 
 pytestmark = pytest.mark.slow
 
 
-def _start(data_dir: Path, port: int) -> subprocess.Popen[str]:
+def _start(data_dir: Path, port: int, cwd: Path | None = None) -> subprocess.Popen[str]:
     env = {**os.environ, "BRAIN_DATA_DIR": str(data_dir), "BRAIN_PORT": str(port)}
     env.pop("DATABASE_URL", None)
-    return subprocess.Popen([BRAIN, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen([BRAIN, "serve"], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
 
 
 def _wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float = 90) -> list[str]:
@@ -51,7 +52,8 @@ def _postgres_for(data_dir: Path) -> list[psutil.Process]:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, int, list[str]]]:
     data_dir, port = tmp_path / "data", free_port()
-    proc = _start(data_dir, port)
+    # Started where the user's own packages are named like ours: the web server and the worker still run ours.
+    proc = _start(data_dir, port, cwd=decoy_packages(tmp_path / "home"))
     try:
         lines = _wait_for_line(proc, "press Ctrl-C")
         yield proc, data_dir, port, lines
@@ -74,6 +76,8 @@ def _stop(proc: subprocess.Popen[str], data_dir: Path) -> None:
 
 def test_serve_is_ready_and_sigterm_leaves_nothing_behind(served) -> None:
     proc, data_dir, port, lines = served
+    if not any("MainProcess] celery@" in line for line in lines):  # the worker's "ready" line, if not seen yet
+        lines += _wait_for_line(proc, "MainProcess] celery@")
     output = "".join(lines)
     assert f"serving on http://127.0.0.1:{port}" in output
     assert "sign in as admin@localhost with password" in output

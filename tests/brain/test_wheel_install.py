@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.proc import free_port
+from tests.support.proc import decoy_packages, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -48,14 +48,16 @@ def _fresh_env(tmp: Path) -> Path:
 def test_installed_wheel_serves_every_first_hour_page(tmp_path: Path) -> None:
     venv = _fresh_env(tmp_path)
     port, data, elsewhere = free_port(), tmp_path / "data", tmp_path / "elsewhere"
-    elsewhere.mkdir()
+    decoy_packages(elsewhere)  # the user's own directory may hold packages named like ours: never imported
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
-    where = subprocess.check_output([str(venv / "bin" / "python"), "-c", "import brain; print(brain.__file__)"],
-                                    text=True, cwd=elsewhere, env=env)
+    # -P: as the `brain` script runs, without the working directory on the module path.
+    python = [str(venv / "bin" / "python"), "-P"]
+    where = subprocess.check_output([*python, "-c", "import brain; print(brain.__file__)"], text=True, cwd=elsewhere,
+                                    env=env)
     assert where.startswith(str(venv)), where  # the wheel's code, not this checkout's
     env.update({"BRAIN_DATA_DIR": str(data), "BRAIN_PORT": str(port)})
     log = tmp_path / "serve.log"
-    argv = [str(venv / "bin" / "python"), "-m", "brain.cli", "serve", "--no-worker"]
+    argv = [*python, "-m", "brain.cli", "serve", "--no-worker"]
     server = subprocess.Popen(argv, cwd=elsewhere, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
     try:
         base = f"http://127.0.0.1:{port}"

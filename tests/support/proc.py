@@ -63,3 +63,17 @@ def database_at(port: int) -> Iterator[None]:
         connection.close()
         connection.settings_dict.clear()
         connection.settings_dict.update(saved)
+
+
+# Our top-level packages: a directory the brain is started from may hold packages of the same names.
+OUR_PACKAGES = ("brain", "projects", "sessions", "knowledge", "mcpgw", "dashboard")
+
+
+def decoy_packages(directory: Path) -> Path:
+    """`directory` holding a package of each of our names that fails on import: a process started there that
+    imports one of them instead of ours fails loudly."""
+    for name in OUR_PACKAGES:
+        (directory / name).mkdir(parents=True, exist_ok=True)
+        (directory / name / "__init__.py").write_text(f"raise ImportError('{name} from the working directory')\n")
+    return directory
+
