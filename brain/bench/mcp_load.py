@@ -86,6 +86,15 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 120) ->
     raise SystemExit(f"the web server at {url} did not become ready within {timeout:.0f} s")
 
 
+def stop_process(proc: subprocess.Popen[Any], timeout: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout` seconds."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 @contextmanager
 def served_brain(web_workers: int, output: IO[bytes] | None = None) -> Iterator[tuple[str, dict[str, str]]]:
     """(url, env for `_brain`) of a fresh `brain serve` (web only) on a temp data dir, its output to `output`
@@ -102,11 +111,7 @@ def served_brain(web_workers: int, output: IO[bytes] | None = None) -> Iterator[
         wait_ready(url, proc)
         yield url, env
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, 60)
         shutil.rmtree(data_dir, ignore_errors=True)
 
 

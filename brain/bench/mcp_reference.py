@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import textwrap
@@ -21,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from brain.bench.mcp_load import stop_process
 from brain.config import runtime_config
 
 # Same tool name as ours, so the very same client loop drives both servers.
@@ -101,8 +101,4 @@ def reference_server(port: int, python: Path | None = None) -> Iterator[str]:
         _wait_listening(url, proc)
         yield url
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, 20)

@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ import numpy as np
 
 from brain.bench.lean_http import LeanConnection
 from brain.bench.lme import percentile
-from brain.bench.mcp_load import bench_http, free_port, lean_connection, rpc_open, wait_ready
+from brain.bench.mcp_load import bench_http, free_port, lean_connection, rpc_open, stop_process, wait_ready
 from brain.bench.scale import DEFAULT_CORPUS, _load, rules_of
 from brain.config import runtime_config
 from brain.db_url import connection_url
@@ -177,11 +176,7 @@ def product_server(workers: int) -> Iterator[str]:
             print(output.read().decode(errors="replace")[-2000:], file=sys.stderr)
             raise
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc, 30)
 
 
 def _drive(url: str, args: argparse.Namespace, clients: int, raw: str,
