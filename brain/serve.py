@@ -96,6 +96,17 @@ def _children(host: str, port: int, web_workers: int, with_worker: bool, config:
 PACKAGES_DIR = Path(__file__).resolve().parents[1]
 
 
+def children_env(config: RuntimeConfig) -> dict[str, str]:
+    """The environment of a web server or worker started for this process: the same settings (children compute
+    the same database settings from it), with the data dir and a relative model dir made absolute, since the
+    children run from PACKAGES_DIR."""
+    env = dict(os.environ)
+    env["BRAIN_DATA_DIR"] = str(config.data_dir)
+    if env.get("BRAIN_EMBEDDINGS_MODEL_DIR"):
+        env["BRAIN_EMBEDDINGS_MODEL_DIR"] = str(Path(env["BRAIN_EMBEDDINGS_MODEL_DIR"]).expanduser().resolve())
+    return env
+
+
 def web_server_args(host: str, port: int, workers: int) -> list[str]:
     """granian serving the app over HTTP/1.1: an MCP call took 10-20 % less web CPU than under gunicorn's gthread
     workers on the same two cores and one client's calls were answered 0.2-0.5 ms sooner (Rust parses requests and
@@ -208,11 +219,7 @@ def run(args: argparse.Namespace) -> int:
 
         sign_in = import_string("projects.services.bootstrap.ensure_first_admin")(config.data_dir)
         import_string("knowledge.embeddings.local_model_prepare")()  # once here, not in each worker's first request
-        # Children compute the same database settings from the same environment.
-        env = dict(os.environ)
-        env["BRAIN_DATA_DIR"] = str(config.data_dir)
-        if env.get("BRAIN_EMBEDDINGS_MODEL_DIR"):  # the children run from PACKAGES_DIR: a relative path stays yours
-            env["BRAIN_EMBEDDINGS_MODEL_DIR"] = str(Path(env["BRAIN_EMBEDDINGS_MODEL_DIR"]).expanduser().resolve())
+        env = children_env(config)
         # The children's default BRAIN_PUBLIC_URL follows these; an unset BRAIN_PUBLIC_URL stays unset, so the
         # token wizard prints the address people browse to rather than a bind address such as 0.0.0.0.
         env["BRAIN_HOST"], env["BRAIN_PORT"] = host, str(port)

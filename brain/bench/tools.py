@@ -37,7 +37,7 @@ from brain.bench.mcp_load import bench_http, free_port, lean_connection, rpc_ope
 from brain.bench.scale import DEFAULT_CORPUS, _load, rules_of
 from brain.config import runtime_config
 from brain.db_url import connection_url
-from brain.serve import PACKAGES_DIR, web_server_args
+from brain.serve import PACKAGES_DIR, children_env, web_server_args
 
 HNSW_SQL = ("CREATE INDEX IF NOT EXISTS knowledge_embedding_hnsw ON knowledge_knowledgeitem USING hnsw "
             "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
@@ -163,8 +163,7 @@ def product_server(workers: int) -> Iterator[str]:
     """The /mcp URL of granian serving the app as `brain serve` starts it (`workers` processes), on a free port and
     on this process's database; its output goes to a temporary file, shown when it fails to start."""
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": connection_url(), "BRAIN_DATA_DIR": str(runtime_config().data_dir),
-           "BRAIN_LOG_LEVEL": "WARNING"}
+    env = {**children_env(runtime_config()), "DATABASE_URL": connection_url(), "BRAIN_LOG_LEVEL": "WARNING"}
     argv = [sys.executable, "-m", "granian", *web_server_args("127.0.0.1", port, workers)]
     with tempfile.TemporaryFile() as output:
         proc = subprocess.Popen(argv, env=env, cwd=PACKAGES_DIR, stdout=output, stderr=subprocess.STDOUT)

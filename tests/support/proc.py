@@ -14,6 +14,7 @@ from pathlib import Path
 
 from django.db import connection
 
+from brain.bench.mcp_load import free_port  # noqa: F401 - the tests take it from here
 from brain.serve import web_server_args
 
 BRAIN = shutil.which("brain", path=str(Path(sys.executable).parent)) or "brain"
@@ -43,12 +44,6 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 60
         except OSError:
             time.sleep(0.2)
     raise AssertionError(f"nothing listening on port {port} (exit code {proc.poll()})")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
