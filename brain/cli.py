@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -125,8 +126,16 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _exit_on_sigterm() -> None:
+    """SIGTERM ends a command the way Ctrl-C does, through its `finally` blocks, so what it started stops with it
+    (the embedded database, a bench's servers and rows). Python's default would end the process on the spot and
+    leave them running. `brain serve` installs handlers of its own."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _exit_on_sigterm()
     if argv[:1] == ["manage"]:
         return _with_database(lambda: _run_manage(argv[1:]))
     args = _build_parser().parse_args(argv)

@@ -16,7 +16,6 @@ import argparse
 import json
 import random
 import re
-import signal
 import statistics
 import sys
 import time
@@ -164,8 +163,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.corpus.is_file() or not sizes or min(sizes) <= 0:
         print(f"brain: need --corpus FILE (got {args.corpus}) and positive --items sizes", file=sys.stderr)
         return 2
-    # A stopped run (Ctrl-C, SIGTERM) still removes its rows and rebuilds the indexes.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rules = rules_of(args.corpus)
     shuffle = random.Random(args.seed)
     shuffle.shuffle(rules)

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+
 import pytest
 
+from brain import embedded_db
 from brain.db_url import connection_url
 from projects.models import ApiToken, User
 from projects.selectors.accounts import token_digest
-from tests.support.proc import run_brain
+from tests.support.proc import BRAIN, run_brain
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,3 +106,24 @@ def test_commands_work_on_a_fresh_data_dir(tmp_path) -> None:
     assert minted.returncode == 0 and minted.stdout.startswith("ebt_")
     doctor = run_brain("doctor", env=env)
     assert doctor.returncode == 0, doctor.stdout
+
+
+def test_sigterm_stops_the_database_the_command_started(tmp_path) -> None:
+    """A command stopped with SIGTERM (a supervisor, `timeout`, `kill`) runs its cleanup as after Ctrl-C: the
+    embedded database it started is stopped, not left running without its owner."""
+    data_dir = tmp_path / "fresh"
+    env = {**os.environ, "BRAIN_DATA_DIR": str(data_dir), "DATABASE_URL": ""}
+    wait = "import time; print('ready', flush=True); time.sleep(120)"
+    server = embedded_db.server_for(data_dir / "pg")
+    proc = subprocess.Popen([BRAIN, "manage", "shell", "-c", wait], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and "ready\n" in iter(proc.stdout.readline, "")
+        assert embedded_db.is_running(server)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+        assert not embedded_db.is_running(server)
+    finally:
+        proc.kill()
+        proc.wait()
+        if embedded_db.is_running(server):
+            embedded_db.stop(server)
