@@ -6,6 +6,11 @@ such a request waits and is served. Only requests in flight when the server went
 was cut) still fail, with the retryable "database unavailable" answer. 0 (the default outside web
 replicas) connects once, as Django does.
 
+Timestamps are read by psycopg's C loader instead of Django's, which is a Python subclass of psycopg's Python
+loader: it parsed every timestamptz of a row in Python, an eighth of a `brain_list_projects` call's time in the
+web worker. Both give the same aware datetime in UTC, because Django sets each connection's TimeZone to UTC (its
+own loader relies on that too: it replaces the zone, it does not convert).
+
 It also spares the hot path Django's per-request health check (CONN_HEALTH_CHECKS): a `SELECT 1` before the
 first query of every request, a third round trip on a two-statement tool call. A connection that was opened
 or checked less than HEALTH_CHECK_EVERY_S ago is trusted; under steady traffic each connection is checked
@@ -16,6 +21,7 @@ dropped at the end of it (Django's errors_occurred check), so the next one recon
 
 from __future__ import annotations
 
+import datetime
 import logging
 import time
 from typing import Any
@@ -23,6 +29,7 @@ from typing import Any
 import psycopg
 from django.conf import settings
 from django.db.backends.postgresql import base
+from psycopg.types.datetime import TimestamptzLoader
 
 from brain.logs import log_op
 
@@ -47,6 +54,13 @@ class DatabaseWrapper(base.DatabaseWrapper):
             if tries > 1:
                 log_op(logger, "db.connect_waited", tries=tries)
             return connection
+
+    def create_cursor(self, name: str | None = None) -> Any:
+        cursor = super().create_cursor(name)
+        if self.timezone == datetime.UTC:
+            # psycopg registers its C loader in place of the Python class it is given (3 µs a cursor).
+            cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
+        return cursor
 
     _verified_at = 0.0  # monotonic time the connection was last opened or answered a health check
 
