@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from psycopg.pq import Format
 
 from projects.models import ApiToken, Project
+from tests.conftest import Tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TIMESTAMPTZ_OID = 1184
@@ -32,7 +33,7 @@ def test_a_raw_read_is_the_same_instant_in_utc(literal: str) -> None:
     assert value == MOMENT and value.tzinfo is datetime.UTC
 
 
-def test_orm_round_trip_and_server_side_cursor_keep_utc_and_the_tenant(tenant_a, tenant_b) -> None:
+def test_orm_round_trip_and_server_side_cursor_keep_utc_and_the_tenant(tenant_a: Tenant, tenant_b: Tenant) -> None:
     ApiToken.objects.filter(pk=tenant_a.user_token.pk).update(expires_at=MOMENT)
     token = ApiToken.objects.get(pk=tenant_a.user_token.pk)
     assert token.expires_at == MOMENT and token.expires_at.tzinfo is datetime.UTC
