@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import models, transaction
+from django.db import models
 from django.db.models import Q
 
 from knowledge.embeddings import EmbeddingUnavailable, embed_texts
+from knowledge.services.vector_store import vectors_store
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,7 @@ def embeddings_backfill(
         vectors, name = embed_texts([target.text_of(row) or " " for row in batch])
         if name != model_name:
             raise EmbeddingUnavailable(f"the embedder changed model during the backfill ({model_name} -> {name})")
-        for row, vector in zip(batch, vectors, strict=True):
-            row.embedding = vector  # type: ignore[attr-defined]
-            row.embedding_model = name  # type: ignore[attr-defined]
-        with transaction.atomic():
-            target.model.objects.bulk_update(batch, ["embedding", "embedding_model"])  # type: ignore[attr-defined]
+        vectors_store(target, [row.pk for row in batch], vectors, name)
         done += len(batch)
         last_id = batch[-1].pk
         if on_batch:

@@ -22,6 +22,7 @@ from brain.logs import log_failure, log_op
 from brain.process_queue import ProcessQueue, next_item
 from knowledge.embeddings import EmbeddingUnavailable, embed_texts, lower_thread_priority
 from knowledge.services.backfill import Target
+from knowledge.services.vector_store import rows_without_vectors, vectors_store
 
 logger = logging.getLogger("knowledge")
 QUEUE_MAX = 10_000
@@ -94,16 +95,8 @@ class VectorBatcher:
 def embed_rows(target: Target, ids: list[Any], *, background: bool = False) -> int:
     """Embeds the rows among `ids` that still have no vector, in one batch; returns how many were stored.
     `background`: on the embedder for work nobody waits on (`knowledge.embeddings.get_embedder`)."""
-    qs = target.model.objects.filter(pk__in=ids, embedding__isnull=True)  # type: ignore[attr-defined]
-    if target.extra is not None:
-        qs = qs.filter(target.extra)
-    rows = list(qs.only("id", *target.fields))
+    rows = rows_without_vectors(target, ids)
     if not rows:
         return 0
-    vectors, model = embed_texts([target.text_of(row) or " " for row in rows], background=background)
-    for row, vector in zip(rows, vectors, strict=True):
-        row.embedding = vector
-        row.embedding_model = model
-    # Only rows still without a vector: a concurrent backfill may have stored one meanwhile (same model).
-    target.model.objects.bulk_update(rows, ["embedding", "embedding_model"])  # type: ignore[attr-defined]
-    return len(rows)
+    vectors, model = embed_texts([text or " " for _, text in rows], background=background)
+    return vectors_store(target, [pk for pk, _ in rows], vectors, model)

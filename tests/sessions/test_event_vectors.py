@@ -13,6 +13,7 @@ from django.test import Client
 
 from knowledge.embeddings import BACKGROUND_NICE, embed_query, get_embedder
 from knowledge.services.vector_batcher import VectorBatcher
+from knowledge.services.vector_store import rows_without_vectors, vectors_store
 from sessions.models import SessionEvent
 from sessions.services.event_vectors import EVENT_BATCHER, EVENTS, event_vectors_backfill
 from sessions.tasks import embed_pending_events
@@ -88,3 +89,26 @@ def test_the_batcher_embeds_below_the_requests_priority_with_the_same_vectors(cl
     assert stored.embedding_model == model
     assert np.allclose(np.array(stored.embedding), np.array(vector), atol=1e-5)
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+
+
+def test_a_batch_of_vectors_is_stored_exactly_on_its_own_rows(client: Client, tenant_a, tenant_b) -> None:
+    mcp_a, mcp_b = Mcp(client, tenant_a.user_raw), Mcp(client, tenant_b.user_raw)
+    sid_a = call_tool(mcp_a, "brain_start_session", {})["structuredContent"]["sessionId"]
+    sid_b = call_tool(mcp_b, "brain_start_session", {})["structuredContent"]["sessionId"]
+    ids = [_log(mcp_a, sid_a, f"cache warmed in {n} seconds") for n in range(3)]
+    other = _log(mcp_b, sid_b, "cache warmed in 0 seconds")
+    assert EVENT_BATCHER.flush(timeout=60)
+    SessionEvent.objects.filter(pk__in=[*ids, other]).update(embedding=None, embedding_model="")
+    pending = rows_without_vectors(EVENTS, ids)
+    assert sorted((str(pk), text) for pk, text in pending) == sorted(
+        (pk, f"cache warmed in {n} seconds") for n, pk in enumerate(ids))
+    dims = SessionEvent._meta.get_field("embedding").dimensions  # type: ignore[union-attr]
+    vectors = np.random.default_rng(3).standard_normal((3, dims)).astype(np.float32)
+    assert vectors_store(EVENTS, [pk for pk, _ in pending], vectors.tolist(), "test-model") == 3
+    for (pk, _), vector in zip(pending, vectors, strict=True):
+        stored = SessionEvent.objects.get(pk=pk)
+        assert stored.embedding_model == "test-model"
+        assert np.array_equal(np.asarray(stored.embedding, dtype=np.float32), vector)  # the float32s, exactly
+    assert rows_without_vectors(EVENTS, ids) == [] and vectors_store(EVENTS, [], [], "test-model") == 0
+    untouched = SessionEvent.objects.get(pk=other)
+    assert untouched.embedding is None and untouched.embedding_model == ""
