@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -317,18 +317,35 @@ def embed_texts(texts: Sequence[str], *, background: bool = False) -> tuple[list
     """Vectors and the model name that made them; raises EmbeddingUnavailable on any provider failure.
     `background`: on the embedder for work nobody waits on (`get_embedder`)."""
     embedder = get_embedder(background=background)
-    key = (embedder.name, texts[0]) if len(texts) == 1 and not background else None
+    if background:
+        return _embed_unless_memoised(embedder, texts), embedder.name
+    key = (embedder.name, texts[0]) if len(texts) == 1 else None
     if key and (hit := _memo_get(key)) is not None:
         return [hit], embedder.name
+    vectors = _embed(embedder, texts)
+    if key:
+        _memo_put(key, vectors[0])
+    return vectors, embedder.name
+
+
+def _embed(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
     try:
-        vectors = embedder.embed(texts)
+        return embedder.embed(texts)
     except EmbeddingUnavailable:
         raise
     except Exception as exc:  # a provider bug must not break a write or a session open
         raise EmbeddingUnavailable(f"{embedder.name} failed: {type(exc).__name__}: {exc}") from exc
-    if key:
-        _memo_put(key, vectors[0])
-    return vectors, embedder.name
+
+
+def _embed_unless_memoised(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """The batchers' vectors: a text a request of this process already embedded (a session's prompt, searched
+    with before it was stored) takes the memo's vector; only the others reach the model."""
+    vectors: list[list[float] | None] = [_memo_get((embedder.name, text)) for text in texts]
+    missing = [i for i, vector in enumerate(vectors) if vector is None]
+    if missing:
+        for i, vector in zip(missing, _embed(embedder, [texts[i] for i in missing]), strict=True):
+            vectors[i] = vector
+    return cast(list[list[float]], vectors)
 
 
 def embed_query(text: str) -> tuple[list[float], str]:

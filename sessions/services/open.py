@@ -25,6 +25,7 @@ from projects.models import STACK_NAME_MAX, Project
 from projects.scope import Principal
 from projects.services.resolve import project_resolve
 from sessions.models import CLIENT_TYPE_MAX, ApplicationRole, Session, SessionKnowledgeApplication
+from sessions.services.event_vectors import event_vectors_deferred
 from sessions.services.events import session_draft, session_insert
 
 logger = logging.getLogger(__name__)
@@ -128,9 +129,9 @@ def session_open(
 ) -> SessionOpened:
     """Opens a session in the resolved project; with a prompt, injects the best knowledge in the same call.
 
-    The search runs first (a read, which embeds the prompt); the session row, its prompt event (whose vector
-    the search just computed) and the record of what was injected are then one INSERT statement: one round trip
-    and one flush to disk."""
+    The search runs first (a read, which embeds the prompt); the session row, its prompt event and the record of
+    what was injected are then one INSERT statement: one round trip and one flush to disk. The prompt's vector
+    follows from the batcher, which takes the one the search computed."""
     text_storable(clientType=client_type, prompt=prompt, framework=framework, language=language,
                   projectId=project_id, projectName=project_name)
     resolved = project_resolve(principal=principal, project_id=project_id, project_name=project_name,
@@ -143,10 +144,12 @@ def session_open(
         notice = (relevant.notice or (NO_MATCH if not relevant.ids else "")) if relevant is not None else ""
         if relevant is not None and not relevant.ids:
             relevant = None
-    # No model call on the write: the search's vector of the prompt is memoised; without it (the embedder
-    # failed or is slow), the prompt event gets its vector from the batcher after the commit.
+    # The prompt event is stored without its vector and the batcher stores it after the commit, from the memo the
+    # search filled: inserting a vector means inserting into the events' HNSW graph, 1-4 ms of the open that
+    # nobody needs to wait for. Inline (BRAIN_EVENT_VECTORS=inline) it goes in with the row when memoised.
+    defer = event_vectors_deferred() or not memoised(prompt)
     draft = session_draft(user=principal.user, project=resolved.project, client_type=client_type[:CLIENT_TYPE_MAX],
-                          prompt=prompt, framework=framework[:STACK_NAME_MAX], defer_vectors=not memoised(prompt))
+                          prompt=prompt, framework=framework[:STACK_NAME_MAX], defer_vectors=defer)
     injected = [SessionKnowledgeApplication(session=draft.session, knowledge_id=kid, role=ApplicationRole.INJECTED)
                 for kid in dict.fromkeys(relevant.ids if relevant is not None else ())]
     session = session_insert(draft, with_rows=injected)  # one statement (knowledge rows are never deleted outright)

@@ -9,13 +9,24 @@ import threading
 
 import numpy as np
 import pytest
+from django.db import transaction
 from django.test import Client
 
-from knowledge.embeddings import BACKGROUND_NICE, embed_query, get_embedder
+from knowledge.embeddings import (
+    BACKGROUND_NICE,
+    DIMENSIONS,
+    _memo_put,
+    embed_query,
+    embed_texts,
+    get_embedder,
+    memo_clear,
+    memoised,
+)
 from knowledge.services.vector_batcher import VectorBatcher
 from knowledge.services.vector_store import rows_without_vectors, vectors_store
 from sessions.models import SessionEvent
 from sessions.services.event_vectors import EVENT_BATCHER, EVENTS, event_vectors_backfill
+from sessions.services.open import session_open
 from sessions.tasks import embed_pending_events
 from tests.mcpgw.conftest import Mcp, call_tool
 
@@ -112,3 +123,29 @@ def test_a_batch_of_vectors_is_stored_exactly_on_its_own_rows(client: Client, te
     assert rows_without_vectors(EVENTS, ids) == [] and vectors_store(EVENTS, [], [], "test-model") == 0
     untouched = SessionEvent.objects.get(pk=other)
     assert untouched.embedding is None and untouched.embedding_model == ""
+
+
+def test_an_open_stores_its_prompt_without_the_vector_and_the_batcher_adds_the_searchs(tenant_a, tenant_b) -> None:
+    prompt = "tune the connection pool of the reporting service"
+    with transaction.atomic():  # the batcher only hears of the row once this commits
+        opened = session_open(principal=tenant_a.principal, prompt=prompt)
+        assert memoised(prompt)  # the open's search embedded it
+        event = SessionEvent.objects.get(session=opened.session, event_type="prompt")
+        assert event.embedding is None  # the request did not insert into the vector index
+    assert EVENT_BATCHER.flush(timeout=60)
+    event.refresh_from_db()
+    searched, model = embed_query(prompt)
+    assert event.embedding_model == model
+    assert np.array_equal(np.asarray(event.embedding, dtype=np.float32), np.asarray(searched, dtype=np.float32))
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+
+
+def test_the_batchers_take_a_vector_a_request_already_computed(tenant_a, tenant_b) -> None:
+    memo_clear()
+    name = get_embedder().name
+    marker = [1.0] + [0.0] * (DIMENSIONS - 1)  # no model gives this vector to a text
+    _memo_put((name, "already embedded by a request"), marker)
+    vectors, model = embed_texts(["already embedded by a request", "not embedded yet"], background=True)
+    assert model == name and vectors[0] == marker
+    assert np.allclose(vectors[1], embed_query("not embedded yet")[0], atol=1e-5)
+    assert not SessionEvent.objects.filter(user__in=[tenant_a.user, tenant_b.user]).exists()
