@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -340,12 +340,10 @@ def _embed(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
 def _embed_unless_memoised(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
     """The batchers' vectors: a text a request of this process already embedded (a session's prompt, searched
     with before it was stored) takes the memo's vector; only the others reach the model."""
-    vectors: list[list[float] | None] = [_memo_get((embedder.name, text)) for text in texts]
-    missing = [i for i, vector in enumerate(vectors) if vector is None]
-    if missing:
-        for i, vector in zip(missing, _embed(embedder, [texts[i] for i in missing]), strict=True):
-            vectors[i] = vector
-    return cast(list[list[float]], vectors)
+    memo = [_memo_get((embedder.name, text)) for text in texts]
+    missing = [text for text, vector in zip(texts, memo, strict=True) if vector is None]
+    fresh = iter(_embed(embedder, missing) if missing else [])
+    return [vector if vector is not None else next(fresh) for vector in memo]
 
 
 def embed_query(text: str) -> tuple[list[float], str]:
