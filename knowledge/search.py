@@ -15,13 +15,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from django.db import connection, transaction
+from django.db import connection
 
 from brain.logs import log_op
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
 from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes
-from knowledge.search_scope import HNSW_SETTINGS, Scoped, ef_search, fts_terms, scoped_read
+from knowledge.search_scope import Scoped, fts_terms, scoped_read
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +77,12 @@ SHAPE_FTS_FULL = 16.0
 QUERY_MAX = 2000
 # Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
 MAX_COSINE_DISTANCE = 2.0
+# Sent in the same query string as a fusion statement that walks the HNSW index: filtered scans keep going until
+# enough rows pass the scope (pgvector >= 0.8), and `ef_search` is at least the rows wanted. The statements of one
+# query string run as one transaction, so the settings are local to that statement (even through a pooler) and
+# the search needs no transaction of its own: its BEGIN and COMMIT were two round trips of every session open.
+HNSW_SETTINGS = ("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                 "set_config('hnsw.ef_search', %(ef)s, true); ")
 
 
 @dataclass(frozen=True)
@@ -336,7 +342,7 @@ def hybrid_candidates(
     Both halves cost a few milliseconds, so a hybrid search waits for the longer one instead of their sum."""
     started = time.perf_counter()
     embedding = embed_query_soon(query) if mode != "fts" else None
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         scoped = scoped_read(cursor, table, scope, query, fusion)
         fts = _fts_list(cursor, table, scope, query, scoped, fusion, order) if mode != "vector" else _FtsList()
         waiting = time.perf_counter()
@@ -350,9 +356,11 @@ def hybrid_candidates(
         params = _fusion_params(scope, fusion, vector, model, use_fts=use_fts) | {
             "fts_id": fts.ids, "fts_rnk": fts.ranks, "fts_score": fts.scores,
             "nbfused": fusion.neighbours if smooth else 0.0, "nblex": fusion.neighbour_lexemes}
-        if use_vec and not scoped.exact and not scoped.hnsw_set:
-            cursor.execute(f"SELECT {HNSW_SETTINGS}", {"ef": ef_search(fusion)})
-        cursor.execute(_sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth), params)
+        walks = use_vec and not scoped.exact
+        cursor.execute((HNSW_SETTINGS if walks else "")
+                       + _sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth), params)
+        if walks:
+            cursor.nextset()
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     retrieval = mode if (use_vec or mode == "fts") else "fts_only"
@@ -372,7 +380,7 @@ def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, mod
         "wv": fusion.weight_vector if use_vec else 0.0, "wf": fusion.weight_fts if use_fts else 0.0,
         "longlex": max(fusion.vector_long_lexemes, 1),
         "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
-        "adaptive": fusion.adaptive and use_vec and use_fts,
+        "adaptive": fusion.adaptive and use_vec and use_fts, "ef": str(max(40, int(fusion.candidates))),
     }
 
 

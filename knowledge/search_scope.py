@@ -26,33 +26,22 @@ class Scoped:
     rows: float  # the scope's rows: counted when small, else the statistics' estimate
     exact: bool  # at most `Fusion.exact_rows` rows: searched exactly
     lexemes: list[str]  # the query's
-    hnsw_set: bool = False  # the HNSW scan settings came with the read (a scope too large to count)
-
-
-# Filtered HNSW scans keep going until enough rows pass the scope (pgvector >= 0.8); `ef_search` is at least the
-# rows wanted. Both settings are transaction-local (like SET LOCAL).
-HNSW_SETTINGS = ("set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                  "set_config('hnsw.ef_search', %(ef)s, true)")
-
-
-def ef_search(fusion: Fusion) -> str:
-    return str(max(40, int(fusion.candidates)))
 
 
 def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusion) -> Scoped:
     """The query's lexemes and the scope's size. A scope the statistics put well above `exact_rows` is not
-    counted, and the HNSW settings come with this read (its vector list will walk the index); a smaller one is
-    counted, at most `exact_rows` + 1 rows (the scope's own indexes, a few milliseconds)."""
+    counted (its vector list will walk the index); a smaller one is counted, at most `exact_rows` + 1 rows (the
+    scope's own indexes, a few milliseconds)."""
     stats, limit = term_stats(table), fusion.exact_rows
     estimate = stats.scope_rows(scope.project_ids, unassigned=scope.unassigned)
     counting = limit > 0 and estimate <= 4 * limit
     extra = (f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
-             if counting else f"NULL, {HNSW_SETTINGS}")
+             if counting else "NULL")
     cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s)), {extra}",
-                   {**scope.params, "qtext": query, "ef": ef_search(fusion)})
-    lexemes, counted = cursor.fetchone()[:2]
+                   {**scope.params, "qtext": query})
+    lexemes, counted = cursor.fetchone()
     if counted is None:
-        return Scoped(stats, estimate, False, list(lexemes), hnsw_set=True)
+        return Scoped(stats, estimate, False, list(lexemes))
     exact = counted <= limit
     return Scoped(stats, float(counted) if exact else max(estimate, float(counted)), exact, list(lexemes))
 

@@ -129,20 +129,34 @@ def test_lexemes_with_tsquery_syntax_are_quoted(tenant_a: Tenant, tenant_b: Tena
     assert knowledge_search(principal=tenant_b.principal, query=text, mode="fts").hits == []
 
 
-@pytest.mark.parametrize(("exact_rows", "walks_the_index"), [(0, True), (10_000, False)])
-def test_a_scope_too_large_to_count_walks_the_index_with_iterative_scans(
-    tenant_a: Tenant, tenant_b: Tenant, analysed: None, exact_rows: int, walks_the_index: bool
-) -> None:
-    """The HNSW settings ride on the search's first read when the scope is too large to count; they are
-    transaction-local, so inside the test's transaction they can be read back after the search."""
-    found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes", mode="hybrid",
-                              scope=knowledge_scope(principal=tenant_a.principal),
-                              fusion=Fusion(candidates=60, exact_rows=exact_rows))
-    assert found.retrieval == "hybrid" and found.candidates
+def _hnsw_setting() -> str:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('hnsw.iterative_scan', true), current_setting('hnsw.ef_search', true)")
-        settings = cursor.fetchone()
-    assert (settings == ("relaxed_order", "60")) is walks_the_index, settings
-    theirs = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes", mode="hybrid",
-                               scope=knowledge_scope(principal=tenant_b.principal), fusion=Fusion(exact_rows=0))
+        cursor.execute("SELECT current_setting('hnsw.ef_search', true)")
+        return str(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_scope_too_large_to_count_walks_the_index_with_its_own_settings(
+    tenant_a: Tenant, tenant_b: Tenant, analysed: None
+) -> None:
+    """The search runs outside any transaction, as on a request: the HNSW settings go with the fusion statement in
+    one query string. `ef_search` 60 and iterative scans give the vector list all 60 rows it asks for (the index's
+    default 40 would stop at 40), and the settings end with that statement."""
+    default = _hnsw_setting()
+    with connection.cursor() as cursor:
+        # 124 rows: the planner would rather read them all and sort them than walk the graph
+        cursor.execute("SET enable_seqscan TO off; SET enable_bitmapscan TO off; SET enable_sort TO off")
+    try:
+        found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes",
+                                  mode="vector", scope=knowledge_scope(principal=tenant_a.principal),
+                                  fusion=Fusion(candidates=60, exact_rows=0, max_distance=2.0))
+        assert _hnsw_setting() == default != "60"
+        theirs = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes",
+                                   mode="hybrid", scope=knowledge_scope(principal=tenant_b.principal),
+                                   fusion=Fusion(exact_rows=0))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_sort")
+    assert found.retrieval == "vector" and len(found.candidates) == 60
+    assert all(c.vec_rank is not None for c in found.candidates)
     assert len(theirs.candidates) == 3 and all("kubernetes" in c.row["content"] for c in theirs.candidates)
