@@ -211,7 +211,9 @@ def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None) -> str:
     The row's length is stored (`search_tokens`), and only the query's lexemes of its tsvector are unnested:
     `setweight` marks them with weight B and `ts_filter` keeps what is marked (a query lexeme the row lacks is
     skipped; a row's own B-weighted lexemes, if any, find no query term in `fts_hits`). Unnesting every
-    candidate's whole tsvector cost half of the statement at 100,000 rows (docs/benchmarks.md).
+    candidate's whole tsvector cost half of the statement at 100,000 rows (docs/benchmarks.md). A term's count among
+    the candidates is a grouped count joined back (a window partitioned by term sorted every term row: the
+    statement took a third longer), and the arithmetic is in float8 (an integer average is a numeric).
 
     Candidates are the rows holding any of the generating terms (the rarer query terms, see
     `knowledge.term_stats`) plus the rows matching the whole query (which `websearch_to_tsquery` may widen
@@ -239,11 +241,13 @@ def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None) -> str:
             (SELECT t.id, t.search_vector AS sv, t.search_tokens AS len{extra} FROM {table} t
              WHERE {scope.sql} AND t.search_vector @@ {tsq_all} LIMIT %(fts_cap)s)
         ) m ORDER BY m.id),{terms}
-    fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1) AS avg_len
+    fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1)::float8 AS avg_len
               FROM {"fts_rows" if order else "fts_pool"}),
+    fts_df AS (SELECT lexeme, count(*) AS df FROM fts_terms GROUP BY lexeme),
     fts_hits AS (
-        SELECT w.id, w.tf::float8 AS tf, w.len, w.lex, e.est, count(*) OVER (PARTITION BY w.lexeme) AS df
-        FROM fts_terms w JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = w.lexeme),
+        SELECT w.id, w.tf::float8 AS tf, w.len::float8 AS len, w.lex, e.est, d.df
+        FROM fts_terms w JOIN fts_df d ON d.lexeme = w.lexeme
+        JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = w.lexeme),
     fts AS (
         SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score FROM (
             SELECT h.id, sum(ln(1.0 + (n.n - greatest(h.df, h.est) + 0.5) / (greatest(h.df, h.est) + 0.5))
