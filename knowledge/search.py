@@ -227,18 +227,20 @@ def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None) -> str:
     pivot = _length_pivot(str(BM25_B), "h.len", "n.avg_len")
     long_penalty = _long_row_penalty("%(ftslenb)s", "max(h.lex)", "%(ftslonglex)s")
     own_lexemes = "unnest(ts_filter(setweight(p.sv, 'B', %(lexemes)s::text[]), '{b}'))"
-    extra = order.pool_columns() if order else ""
+    # A row's distinct lexemes (`lex`) are counted once here: counted per term row, they cost a tenth of the statement.
+    pooled = ("t.id, t.search_vector AS sv, t.search_tokens AS len, length(t.search_vector) AS lex"
+              + (order.pool_columns() if order else ""))
     terms = neighbour_ctes(own_lexemes) if order else f"""
     fts_terms AS (
-        SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, p.len, length(p.sv) AS lex
+        SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, p.len, p.lex
         FROM fts_pool p CROSS JOIN LATERAL {own_lexemes} u),"""  # noqa: S608 - fixed SQL only
     return f"""
     fts_pool AS (
         SELECT DISTINCT ON (m.id) m.* FROM (
-            (SELECT t.id, t.search_vector AS sv, t.search_tokens AS len{extra} FROM {table} t
+            (SELECT {pooled} FROM {table} t
              WHERE {scope.sql} AND t.search_vector @@ %(tsq_gen)s::tsquery LIMIT %(fts_cap)s)
             UNION ALL
-            (SELECT t.id, t.search_vector AS sv, t.search_tokens AS len{extra} FROM {table} t
+            (SELECT {pooled} FROM {table} t
              WHERE {scope.sql} AND t.search_vector @@ {tsq_all} LIMIT %(fts_cap)s)
         ) m ORDER BY m.id),{terms}
     fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1)::float8 AS avg_len

@@ -36,7 +36,7 @@ class RowOrder:
 
 
 def neighbour_ctes(own_lexemes: str) -> str:
-    """CTEs over `fts_pool` (id, sv, len, grp, pos) ending in `fts_rows` (id, len, lex: the row's length with
+    """CTEs over `fts_pool` (id, sv, len, lex, grp, pos) ending in `fts_rows` (id, len, lex: the row's length with
     its neighbours' shares, its own distinct lexemes) and `fts_terms` (id, lexeme, tf, len, lex), the shapes
     the BM25 statement reads; `own_lexemes` is the set-returning call giving a pool row `p`'s query lexemes."""
     return f"""
@@ -48,9 +48,9 @@ def neighbour_ctes(own_lexemes: str) -> str:
         UNION ALL
         SELECT p.id, n.id, %(nbshare)s::float8 FROM fts_pool p CROSS JOIN (VALUES (-1), (1)) o(d)
         JOIN fts_pool n ON n.grp = p.grp AND n.pos = p.pos + o.d
-        WHERE length(p.sv) <= %(nblex)s AND length(n.sv) <= %(nblex)s),
+        WHERE p.lex <= %(nblex)s AND n.lex <= %(nblex)s),
     fts_rows AS (
-        SELECT f.id, sum(f.w * p.len) AS len, max(length(p.sv)) FILTER (WHERE f.nid = f.id) AS lex
+        SELECT f.id, sum(f.w * p.len) AS len, max(p.lex) FILTER (WHERE f.nid = f.id) AS lex
         FROM fts_near f JOIN fts_pool p ON p.id = f.nid GROUP BY f.id),
     fts_terms AS (
         SELECT s.id, s.lexeme, s.tf, r.len, r.lex FROM (
