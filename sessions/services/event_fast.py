@@ -8,7 +8,8 @@ of one of the caller's orgs, the token's project only for a scoped token) narrow
 takes FOR KEY SHARE on the session row: a concurrent close (which holds FOR UPDATE) is waited for, after which
 the row is checked again and, closed, yields nothing. When nothing is inserted the caller takes the
 step-by-step path, which tells apart "not found" and "already closed". The statement is written once per
-process: building it with the ORM on every call cost more than running it.
+process (building it with the ORM on every call cost more than running it) and prepared once per connection
+(PostgreSQL parsed and planned it for every event).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from brain.sql_rows import db_values
+from brain.sql_rows import db_values, execute_prepared
 from projects.models import Project
 from projects.scope import Principal
 from projects.selectors.accounts import visible_project_params, visible_project_sql
@@ -36,20 +37,22 @@ def _fields() -> list[Any]:
     return [f for f in SessionEvent._meta.concrete_fields if not getattr(f, "generated", False)]
 
 
-def _value(name: str, event: str) -> str:
+def _value(field: Any, event: str) -> str:
     """What the INSERT's SELECT writes into one column: the session row's own, the session's next position
-    (one past its last, from the (session, position) index), or the parameter of that name."""
+    (one past its last, from the (session, position) index), or the parameter of that name, cast to the column's
+    type (a prepared SELECT list does not take its parameters' types from the INSERT's columns)."""
+    name = field.attname
     if name in FROM_SESSION:
         return f's."{name}"'
     if name == "position":
         return f'(SELECT coalesce(max(e.position) + 1, 0) FROM "{event}" AS e WHERE e.session_id = s.session_id)'  # noqa: S608
-    return f"%({name})s"
+    return f"%({name})s::{field.db_type(connection)}"
 
 
 @cache
 def _statement() -> str:
     event, session, project = SessionEvent._meta.db_table, Session._meta.db_table, Project._meta.db_table
-    values = ", ".join(_value(f.attname, event) for f in _fields())
+    values = ", ".join(_value(f, event) for f in _fields())
     columns = ", ".join(f'"{f.column}"' for f in _fields())
     # Table and column names come from the models only; every value is a parameter.
     return f"""INSERT INTO "{event}" ({columns})
@@ -74,7 +77,8 @@ def event_insert_owned(
                          content=content, occurred_at=now, embedding=None, embedding_model="")
     params = db_values(event, [f for f in _fields() if f.attname not in IN_SQL])
     with connection.cursor() as cursor:
-        cursor.execute(_statement(), {**params, **visible_project_params(principal), "sid": pk})
+        execute_prepared(cursor, "brain_event_insert_owned", _statement(),
+                         {**params, **visible_project_params(principal), "sid": pk})
         row = cursor.fetchone()
     if row is None:
         return None

@@ -1,5 +1,5 @@
 """The statements each hot-path tool call costs, counted in-process (autocommit, as served): brain_log_event in
-two (the call's own UPDATE ... RETURNING, then one INSERT ... SELECT that checks the session), and the session
+two (the call's own UPDATE ... RETURNING, then one prepared INSERT ... SELECT that checks the session), and the session
 open and close at their reworked counts. Refusals keep their precise errors and store nothing."""
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def taught(client: Client, tenant_a: Tenant) -> tuple[Mcp, str]:
     warm = call_tool(mcp, "brain_start_session", {"clientType": "warm", "prompt": PROMPT}, session=session)
     # Warm caches and each connection's prepared statements (the first use of one costs its PREPARE).
     used = (warm["structuredContent"].get("relevantKnowledge") or {}).get("knowledgeIds", [])
+    call_tool(mcp, "brain_log_event", {"sessionId": warm["structuredContent"]["sessionId"], "eventType": "note",
+                                       "payload": {"text": "warming the event insert"}}, session=session)
     call_tool(mcp, "brain_report_session_outcome", {"sessionId": warm["structuredContent"]["sessionId"],
                                                     "success": True, "knowledgeUsed": used}, session=session)
     _settle()
@@ -63,7 +65,7 @@ def test_log_event_costs_two_statements(taught: tuple[Mcp, str], tenant_a: Tenan
     out, statements = _call(mcp, session, "brain_log_event",
                             {"sessionId": sid, "eventType": "note", "payload": {"text": "retry loop rewritten"}})
     assert len(statements) == 2, [s[:80] for s in statements]
-    assert statements[1].startswith('INSERT INTO "agent_sessions_sessionevent"')
+    assert statements[1].startswith("EXECUTE brain_event_insert_owned(")  # prepared on the connection's first event
     event = SessionEvent.objects.get(pk=out["id"])
     assert (event.session_id, event.user_id, event.project_id) == (
         Session.objects.get(pk=sid).pk, tenant_a.user.pk, tenant_a.project.pk)
@@ -112,13 +114,13 @@ def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple
     started, opened = _call(mcp, session, "brain_start_session", {"clientType": "t", "prompt": PROMPT})
     injected = (started.get("relevantKnowledge") or {}).get("knowledgeIds", [])
     assert injected, started  # the counts below are those of an open that injects
-    # auth+count, project, search (BEGIN, the scope's size with the query's lexemes, the full-text list, the fusion,
-    # COMMIT; the project resolved above is not read again), then one INSERT statement for the session, its prompt
-    # event and the injected rows (one flush), action items (a statement prepared per connection): 9 (19 before
-    # issue 17's second pass; three commits that wait for the disk until its fourth; a BEGIN, three INSERTs and a
-    # COMMIT until its eighth).
-    assert len(opened) == 9, [s[:80] for s in opened]
-    assert [s.split()[0] for s in opened[-3:]] == ["COMMIT", "WITH", "EXECUTE"]
+    # auth+count, project, search (the scope's size with the query's lexemes, the full-text list, the fusion; no
+    # transaction of its own; the project resolved above is not read again), then one INSERT statement for the
+    # session, its prompt event and the injected rows (one flush), action items (a statement prepared per
+    # connection): 7 (19 before issue 17's second pass; three commits that wait for the disk until its fourth; a
+    # BEGIN, three INSERTs and a COMMIT until its eighth; the search's BEGIN and COMMIT until its fourteenth).
+    assert len(opened) == 7, [s[:80] for s in opened]
+    assert "fused" in opened[-3] and [s.split()[0] for s in opened[-2:]] == ["WITH", "EXECUTE"]
     assert "brain_action_items_open" in opened[-1]
     write = opened[-2]
     assert all(f'INSERT INTO "{table}"' in write for table in (
