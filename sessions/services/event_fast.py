@@ -14,6 +14,7 @@ process (building it with the ORM on every call cost more than running it) and p
 
 from __future__ import annotations
 
+import re
 import uuid
 from functools import cache
 from typing import Any
@@ -40,13 +41,14 @@ def _fields() -> list[Any]:
 def _value(field: Any, event: str) -> str:
     """What the INSERT's SELECT writes into one column: the session row's own, the session's next position
     (one past its last, from the (session, position) index), or the parameter of that name, cast to the column's
-    type (a prepared SELECT list does not take its parameters' types from the INSERT's columns)."""
+    type (a prepared SELECT list does not take its parameters' types from the INSERT's columns) without its
+    modifier: an explicit cast to varchar(n) would cut a long value where the column's own check refuses it."""
     name = field.attname
     if name in FROM_SESSION:
         return f's."{name}"'
     if name == "position":
         return f'(SELECT coalesce(max(e.position) + 1, 0) FROM "{event}" AS e WHERE e.session_id = s.session_id)'  # noqa: S608
-    return f"%({name})s::{field.db_type(connection)}"
+    return f"%({name})s::{re.sub(r'[(].*[)]', '', field.db_type(connection))}"
 
 
 @cache
