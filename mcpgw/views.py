@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from brain.addresses import client_address
+from brain.lean_wsgi import lean
 from brain.ratelimit import rate_limit_hit
 from mcpgw import era_legacy, era_modern
 from mcpgw import protocol as p
@@ -93,6 +94,7 @@ def _post(request: HttpRequest) -> HttpResponse:
     return era_legacy.handle(request, raw, message)
 
 
+@lean
 @csrf_exempt
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     try:
