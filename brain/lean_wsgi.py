@@ -1,9 +1,9 @@
-"""A shorter way through the WSGI application for views that use none of Django's per-request middleware.
+"""A shorter way through the WSGI application for views that need little of Django's per-request middleware.
 
-Every request normally passes the whole chain of `settings.MIDDLEWARE` and the URL resolver: cookie sessions,
-CSRF, the logged-in user, messages, the pages' Content-Security-Policy. An MCP call uses none of them (a bearer
-token authenticates it, it is exempt from CSRF, sets no cookie and answers JSON), yet the chain and the resolver
-were an eighth of the CPU a `brain_list_projects` or `brain_log_event` call costs the web worker.
+Every request normally passes the whole chain of `settings.MIDDLEWARE` and the URL resolver. An MCP call uses
+neither the cookie session, the CSRF check, the logged-in user nor messages (a bearer token authenticates it, it
+is exempt from CSRF, sets no cookie and answers JSON), yet that chain and the resolver were an eighth of the CPU a
+`brain_list_projects` or `brain_log_event` call cost the web worker (docs/benchmarks.md, issue 17, fifteenth pass).
 
 A view marked `@lean` is answered through a chain of only the middleware in `settings.MIDDLEWARE` that applies
 to every answer (`SecurityMiddleware`: the HTTPS redirect and its headers; `CommonMiddleware`: the Host check
