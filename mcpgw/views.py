@@ -116,6 +116,19 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return rpc_error_response(internal_error(exc, http=request.method, path=request.path))
 
 
+@csrf_exempt
+def not_an_endpoint(request: HttpRequest, rest: str) -> HttpResponse:
+    """Any other path under /mcp (a trailing slash, a typo): a JSON-RPC 404 that names the endpoints, not
+    Django's HTML page, which an MCP client could only report as an unreadable answer."""
+    try:
+        _rate_limit(request)
+    except p.RpcError as exc:
+        return rpc_error_response(exc)
+    return rpc_error_response(p.RpcError(
+        p.INVALID_REQUEST, f"Not Found: {request.path} is not an MCP endpoint; connect to /mcp (or /mcp/cognibrain "
+        "for the Cognibrain tools), exactly as written, without a trailing slash", status=404))
+
+
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """handler400: JSON for /mcp (e.g. a Host header outside ALLOWED_HOSTS), Django's page elsewhere."""
     if request.path.startswith("/mcp"):

@@ -96,9 +96,16 @@ def not_found(request: HttpRequest, path: str) -> JsonResponse:
     return _envelope(404, "NOT_FOUND", f"no API endpoint at /api/v1/{path}; see /api/v1/docs")
 
 
+def _root(request: HttpRequest, **kwargs: Any) -> JsonResponse:
+    """/api/v1/ itself answers as an unknown path does: ninja's root view raised Http404, Django's HTML page."""
+    return not_found(request, "")
+
+
 def _wrapped(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:
     out: list[URLPattern | URLResolver] = []
     for pattern in patterns:
+        if isinstance(pattern, URLPattern) and pattern.name == "api-root":  # kept by name: the schema reverses it
+            pattern.callback = _root
         if isinstance(pattern, URLPattern):
             pattern.callback = _rate_limited(_json_405(idempotent_view(pattern.callback)))
         out.append(pattern)

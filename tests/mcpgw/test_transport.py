@@ -223,3 +223,14 @@ def test_every_error_body_is_json(mcp_a: Mcp) -> None:
                      mcp_a.modern("nope"), mcp_a.request("tools/list")):
         assert response["Content-Type"] == "application/json"
         assert "error" in json.loads(response.content)
+
+
+@pytest.mark.parametrize("path", ["/mcp/", "/mcp/cognibrain/", "/mcp/tools", "/mcp/%0A"])
+def test_a_path_under_mcp_that_is_no_endpoint_is_a_json_rpc_404(mcp_a: Mcp, path: str) -> None:
+    for response in (mcp_a.client.post(path, data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+                                       content_type="application/json", headers=mcp_a.headers()),
+                     mcp_a.client.get(path, headers=mcp_a.headers())):
+        assert response.status_code == 404 and response["Content-Type"] == "application/json"
+        error = response.json()["error"]
+        assert error["code"] == p.INVALID_REQUEST and "connect to /mcp" in error["message"]
+    assert McpSession.objects.count() == 0  # nothing was opened on the way

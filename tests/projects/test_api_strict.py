@@ -3,6 +3,8 @@ and string fields declare the NUL rule."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.test import Client
 
@@ -56,3 +58,14 @@ def test_an_org_path_no_slug_can_have_is_not_found(tenant_a: Tenant, tenant_b: T
     own = tenant_a.project.org.slug
     assert client.get(f"/api/v1/orgs/{own}").json()["slug"] == own
     api_error(bearer(tenant_b.user_raw).get(f"/api/v1/orgs/{own}"), 404, "NOT_FOUND")
+
+
+def test_the_api_root_and_unknown_paths_answer_the_error_envelope(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """/api/v1/ itself was ninja's root view, which raised Http404: Django's HTML page."""
+    for client in (bearer(tenant_a.user_raw), Client()):
+        for path in ("/api/v1/", "/api/v1/no-such-thing"):
+            body = api_error(client.get(path), 404, "NOT_FOUND")
+            assert "/api/v1/docs" in json.dumps(body)
+            api_error(client.post(path, {}, content_type="application/json"), 404, "NOT_FOUND")
+    schema = Client().get("/api/v1/openapi.json")  # the schema still finds the API's root by name
+    assert schema.status_code == 200 and "/api/v1/sessions" in json.dumps(schema.json()["paths"])
