@@ -11,6 +11,7 @@ urlpatterns = [
     path("api/v1/", include("projects.api.urls")),
     path("mcp/cognibrain", include("mcpgw.cognibrain.urls")),  # the Cognibrain tool profile
     path("mcp", include("mcpgw.urls")),
+    path("mcp/", include("mcpgw.urls_unknown")),  # any other path under /mcp: a JSON-RPC 404, not an HTML page
     path("dashboard/", include("dashboard.urls")),
     path("settings/", include("dashboard.urls_settings")),
     path("", include("projects.urls")),
