@@ -44,8 +44,8 @@ def lean(view: V) -> V:
 
 
 # The middleware whose request or response side applies to any answer, lean or not (the rest serve cookie
-# sessions, CSRF, logged-in users and messages). The page policy stays: an error Django answers itself (a
-# refused user agent's 403) is an HTML page.
+# sessions, CSRF, logged-in users and messages). The page policy stays: it costs a nonce, and any HTML page Django
+# renders itself for an error keeps its policy.
 APPLIES_TO_EVERY_ANSWER = ("django.middleware.security.SecurityMiddleware", "brain.csp.ContentSecurityPolicyMiddleware",
                            "django.middleware.common.CommonMiddleware",
                            "django.middleware.clickjacking.XFrameOptionsMiddleware")

@@ -18,5 +18,6 @@ urlpatterns = [
     path("", include("dashboard.urls_landing")),
 ]
 
-# A Host outside ALLOWED_HOSTS gets a JSON-RPC error on /mcp (Django's page elsewhere).
+# A Host outside ALLOWED_HOSTS or a refused user agent gets a JSON-RPC error on /mcp (Django's page elsewhere).
 handler400 = "mcpgw.views.bad_request"
+handler403 = "mcpgw.views.permission_denied"

@@ -137,3 +137,13 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
     from django.views.defaults import bad_request as default_bad_request
 
     return default_bad_request(request, exception or Exception())
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler403: JSON for /mcp (e.g. a user agent in DISALLOWED_USER_AGENTS), Django's page elsewhere."""
+    if request.path.startswith("/mcp"):
+        return rpc_error_response(p.RpcError(p.INVALID_REQUEST, "Forbidden: this client is not allowed here",
+                                             status=403))
+    from django.views.defaults import permission_denied as default_permission_denied
+
+    return default_permission_denied(request, exception or Exception())

@@ -150,7 +150,7 @@ def test_https_redirect_and_refused_agents_as_django_answers_them(settings: Any,
     settings.DISALLOWED_USER_AGENTS = [re.compile(r"^BadBot")]
     refused = _serve(lean_application, "POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
                      **{"User-Agent": "BadBot/1"})
-    assert refused.status.startswith("403")
+    assert refused.status.startswith("403") and refused.json()["error"]["code"] == p.INVALID_REQUEST  # JSON-RPC
     _same(refused, _serve(body_guard(WSGIHandler()), "POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
                           **{"User-Agent": "BadBot/1"}))
 
