@@ -285,8 +285,8 @@ def _fts_list_sql(table: str, scope: Scope, order: RowOrder | None) -> str:
     takes back as they are: built and parsed in C on the server, where rows of Python values were loaded and then
     quoted again as literals (0.2 ms a search). float8's text is exact (shortest round-trip digits)."""
     ctes = _fts_ctes(table, scope, order)
-    return f"WITH {ctes} SELECT coalesce(array_agg(id ORDER BY rnk), '{{}}')::text, " + \
-        "coalesce(array_agg(score ORDER BY rnk), '{}')::text FROM fts"  # noqa: S608
+    return (f"WITH {ctes} SELECT coalesce(array_agg(id ORDER BY rnk), '{{}}')::text, "  # noqa: S608
+            "coalesce(array_agg(score ORDER BY rnk), '{}')::text FROM fts")
 
 
 def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, smooth: RowOrder | None) -> str:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from brain.addresses import client_address
@@ -129,21 +131,20 @@ def not_an_endpoint(request: HttpRequest, rest: str) -> HttpResponse:
         "for the Cognibrain tools), exactly as written, without a trailing slash", status=404))
 
 
+def _json_on_mcp(request: HttpRequest, exception: Exception | None, status: int, message: str,
+                 page: Callable[[HttpRequest, Exception], HttpResponse]) -> HttpResponse:
+    """An error handler's answer: a JSON-RPC error on /mcp, Django's own `page` elsewhere."""
+    if request.path.startswith("/mcp"):
+        return rpc_error_response(p.RpcError(p.INVALID_REQUEST, message, status=status))
+    return page(request, exception or Exception())
+
+
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """handler400: JSON for /mcp (e.g. a Host header outside ALLOWED_HOSTS), Django's page elsewhere."""
-    if request.path.startswith("/mcp"):
-        return rpc_error_response(p.RpcError(p.INVALID_REQUEST, "Bad Request: this Host is not allowed",
-                                             status=400))
-    from django.views.defaults import bad_request as default_bad_request
-
-    return default_bad_request(request, exception or Exception())
+    return _json_on_mcp(request, exception, 400, "Bad Request: this Host is not allowed", defaults.bad_request)
 
 
 def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """handler403: JSON for /mcp (e.g. a user agent in DISALLOWED_USER_AGENTS), Django's page elsewhere."""
-    if request.path.startswith("/mcp"):
-        return rpc_error_response(p.RpcError(p.INVALID_REQUEST, "Forbidden: this client is not allowed here",
-                                             status=403))
-    from django.views.defaults import permission_denied as default_permission_denied
-
-    return default_permission_denied(request, exception or Exception())
+    return _json_on_mcp(request, exception, 403, "Forbidden: this client is not allowed here",
+                        defaults.permission_denied)
