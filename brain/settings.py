@@ -235,6 +235,7 @@ BRAIN_RETRIEVAL = {
     "fts_long_lexemes": env_override("BRAIN_RETRIEVAL_FTS_LONG_LEXEMES", int),
     "fts_neighbours": env_override("BRAIN_RETRIEVAL_FTS_NEIGHBOURS", float),
     "neighbours": env_override("BRAIN_RETRIEVAL_NEIGHBOURS", float),
+    "neighbours_far": env_override("BRAIN_RETRIEVAL_NEIGHBOURS_FAR", float),
     "neighbour_lexemes": env_override("BRAIN_RETRIEVAL_NEIGHBOUR_LEXEMES", int),
     "exact_rows": env_override("BRAIN_RETRIEVAL_EXACT_ROWS", int),
     "max_distance": env_override("BRAIN_RETRIEVAL_MAX_DISTANCE", float),

@@ -10,8 +10,12 @@ dev turn recall@10 0.564 against 0.575 with it; docs/benchmarks.md, issue 16, el
 on (group, position ± 1) equality, a hash join over the pool, never an index probe per row.
 
 The fusion does the same with its fused scores (`fused_neighbour_ctes`): a row found by either list adds `share`
-of the fused score of each neighbour the lists also found. A turn next to two found turns is part of the passage
-they found, and the vector list's hits, often the turn beside the evidence, lend their weight to it.
+of the fused score of each neighbour the lists also found, and a smaller share of each found row two places away.
+A turn next to found turns is part of the passage they found, and the vector list's hits, often the turn beside
+the evidence, lend their weight to it; an exchange often runs over three or four turns, so the rows two away still
+say something (FriendsQA test hybrid turn recall@10 0.589 -> 0.609 at a fifth; docs/benchmarks.md, issue 16,
+fourteenth step). The full-text side stays at one place each way: BM25 over the turns two away too lifted the
+full-text list but not the fusion (twelfth step).
 
 Both count neighbours only between short rows (`Fusion.neighbour_lexemes` distinct lexemes or fewer, each side): a
 long assistant reply beside a user's one-line statement is a survey of the same topic, and letting the two lend
@@ -59,16 +63,20 @@ def neighbour_ctes(own_lexemes: str) -> str:
         JOIN fts_rows r ON r.id = s.id),"""  # noqa: S608 - fixed SQL only; the share is a parameter
 
 
-def fused_neighbour_ctes(table: str, order: RowOrder) -> str:
+def fused_neighbour_ctes(table: str, order: RowOrder, *, far: bool = False) -> str:
     """CTEs over `fused` (fused_id, vec_rank, vec_distance, fts_rank, fts_score, rrf) ending in `fused_near`, the
-    same columns with `rrf` plus %(nbfused)s of each found neighbour's; `table` and `order` name the sequences."""
+    same columns with `rrf` plus %(nbfused)s of each found neighbour's (the rows just before and after it) and,
+    with `far`, %(nbfar)s of each found row two places away; `table` and `order` name the sequences."""
+    places = "p.pos - 2, p.pos - 1, p.pos + 1, p.pos + 2" if far else "p.pos - 1, p.pos + 1"
+    share = "CASE WHEN abs(n.pos - p.pos) = 1 THEN %(nbfused)s::float8 ELSE %(nbfar)s::float8 END" if far \
+        else "%(nbfused)s::float8"
     return f"""
     fused_placed AS (
         SELECT f.*, t.{order.group} AS grp, t.{order.position} AS pos, length(t.search_vector) AS lex
         FROM fused f JOIN {table} t ON t.id = f.fused_id),
     fused_near AS (
         SELECT p.fused_id, p.vec_rank, p.vec_distance, p.fts_rank, p.fts_score,
-               p.rrf + %(nbfused)s::float8 * coalesce(sum(n.rrf), 0) AS rrf
-        FROM fused_placed p LEFT JOIN fused_placed n ON n.grp = p.grp AND n.pos IN (p.pos - 1, p.pos + 1)
+               p.rrf + coalesce(sum({share} * n.rrf), 0) AS rrf
+        FROM fused_placed p LEFT JOIN fused_placed n ON n.grp = p.grp AND n.pos IN ({places})
              AND p.lex <= %(nblex)s AND n.lex <= %(nblex)s
         GROUP BY p.fused_id, p.vec_rank, p.vec_distance, p.fts_rank, p.fts_score, p.rrf)"""  # noqa: S608

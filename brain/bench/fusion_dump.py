@@ -46,7 +46,7 @@ def dump_line(principal: Any, project: Any, question: dict[str, Any], keys: dict
         "fusion": {"rrf_k": fusion.rrf_k, "rrf_k_vector": fusion.rrf_k_vector,
                    "weight_vector": fusion.weight_vector, "weight_fts": fusion.weight_fts,
                    "candidates": fusion.candidates, "neighbours": fusion.neighbours,
-                   "neighbour_lexemes": fusion.neighbour_lexemes},
+                   "neighbours_far": fusion.neighbours_far, "neighbour_lexemes": fusion.neighbour_lexemes},
         "hybrid_turns": [list(keys[e.id]) for e in hybrid.events],
         "hybrid_sessions": [keys[s.session_id][0] for s in hybrid.sessions],
     }
@@ -85,8 +85,9 @@ def replay_hybrid(line: dict[str, Any]) -> tuple[list[Key], list[str]]:
             row = rows.setdefault(r["id"], {"turn": tuple(r["turn"]), "session": r["session"], "rrf": 0.0,
                                             "session_key": r["turn"][0], "lex": r.get("lex", 0)})
             row["rrf"] += weights[name] / (ks[name] + r["rank"])
-    _with_neighbours(rows, fusion.neighbours, fusion.neighbour_lexemes)
-    rrf_max = fused_max(fusion.weight_vector, fusion.weight_fts, fusion, adaptive=True) * (1 + 2 * fusion.neighbours)
+    _with_neighbours(rows, {1: fusion.neighbours, 2: fusion.neighbours_far}, fusion.neighbour_lexemes)
+    rrf_max = fused_max(fusion.weight_vector, fusion.weight_fts, fusion, adaptive=True) * (
+        1 + 2 * fusion.neighbours + 2 * fusion.neighbours_far)
     order = sorted(rows, key=lambda i: (-rows[i]["rrf"], uuid.UUID(i)))[: fusion.candidates]
     events = sorted(((round(rows[i]["rrf"] / rrf_max, 6), i) for i in order), key=lambda e: -e[0])
     # Grouped by the stored session (a dataset may repeat a session id inside one haystack), named by its key.
@@ -98,12 +99,14 @@ def replay_hybrid(line: dict[str, Any]) -> tuple[list[Key], list[str]]:
     return [rows[i]["turn"] for _, i in events], [sid for _, sid in sessions]
 
 
-def _with_neighbours(rows: dict[str, dict[str, Any]], share: float, lexemes: int) -> None:
-    """`knowledge.search_neighbours.fused_neighbour_ctes` in Python: each short row's fused score plus `share` of
-    the short found rows just before and after it in its stored session (a bench turn's number is its position)."""
-    if not share:
+def _with_neighbours(rows: dict[str, dict[str, Any]], shares: dict[int, float], lexemes: int) -> None:
+    """`knowledge.search_neighbours.fused_neighbour_ctes` in Python: each short row's fused score plus a share of
+    the short found rows at each distance in its stored session (`shares`: distance -> share; a bench turn's
+    number is its position), all read from the scores before any is added to."""
+    if not any(shares.values()):
         return
     placed = {(r["session"], r["turn"][1]): r["rrf"] for r in rows.values() if r["lex"] <= lexemes}
     for r in rows.values():
         if r["lex"] <= lexemes:
-            r["rrf"] += share * sum(placed.get((r["session"], r["turn"][1] + d), 0.0) for d in (-1, 1))
+            r["rrf"] += sum(share * sum(placed.get((r["session"], r["turn"][1] + d), 0.0) for d in (-far, far))
+                            for far, share in shares.items() if share)

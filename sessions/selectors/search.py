@@ -42,10 +42,11 @@ EVENT_LENGTH_PENALTY: dict[str, Any] = {"vector_long_lexemes": 48, "vector_lengt
 # a few questions of the better list on all five sets (docs/benchmarks.md, issue 16, tenth step).
 EVENT_RANK_CONSTANTS: dict[str, Any] = {"rrf_k": 1, "rrf_k_vector": 0}
 # A turn's BM25 counts half of each neighbouring turn's words and length, and its fused score a quarter of each
-# found neighbour's, unless the environment sets them (`BRAIN_RETRIEVAL_FTS_NEIGHBOURS`, `_NEIGHBOURS`): short chat
-# turns answer the turn before them or are named by the one after (knowledge/search_neighbours.py;
-# docs/benchmarks.md, issue 16, eleventh step).
-EVENT_NEIGHBOURS: dict[str, Any] = {"fts_neighbours": 0.5, "neighbours": 0.25}
+# found neighbour's and a fifth of each found turn two places away, unless the environment sets them
+# (`BRAIN_RETRIEVAL_FTS_NEIGHBOURS`, `_NEIGHBOURS`, `_NEIGHBOURS_FAR`): short chat turns answer the turn before them
+# or are named by the one after, and an exchange often spans three or four turns (knowledge/search_neighbours.py;
+# docs/benchmarks.md, issue 16, eleventh and fourteenth steps).
+EVENT_NEIGHBOURS: dict[str, Any] = {"fts_neighbours": 0.5, "neighbours": 0.25, "neighbours_far": 0.2}
 # A large project's full-text pool keeps the wider cap and postings budget (knowledge search narrows both for the
 # open's latency).
 EVENT_POOL: dict[str, Any] = {"fts_scan_cap": FTS_SCAN_CAP, "fts_postings": FTS_POSTINGS_BUDGET}
