@@ -366,7 +366,8 @@ def hybrid_candidates(
         if not use_vec and mode == "vector":  # no vectors after all: the full-text list stands in
             fts = _fts_list(cursor, table, scope, query, scoped, fusion, order)
         use_fts = mode != "vector" or not use_vec
-        smooth = order if order and fusion.neighbours > 0 and use_vec and use_fts else None
+        near = fusion.neighbours > 0 or fusion.neighbours_far > 0
+        smooth = order if order and near and use_vec and use_fts else None
         params = _fusion_params(scope, fusion, vector, model, use_fts=use_fts) | {
             "fts_id": fts.ids, "fts_score": fts.scores,
             "nbfused": fusion.neighbours if smooth else 0.0, "nblex": fusion.neighbour_lexemes,

@@ -42,14 +42,14 @@ def _fused(tenant: Tenant, fusion: Fusion, mode: str = "hybrid") -> dict[Any, fl
     return {c.id: c.rrf for c in found.candidates}
 
 
-@pytest.mark.parametrize("far", [0.2, 0.0])
+@pytest.mark.parametrize(("near", "far"), [(0.25, 0.2), (0.25, 0.0), (0.0, 0.2)])
 def test_each_short_turn_adds_a_share_of_its_found_short_neighbours(tenant_a: Tenant, tenant_b: Tenant,
-                                                                    far: float) -> None:
+                                                                    near: float, far: float) -> None:
     _log(tenant_a)
     _log(tenant_b)
     fusion = event_fusion()
     assert (fusion.neighbours, fusion.neighbours_far, fusion.neighbour_lexemes) == (0.25, 0.2, 20)
-    fusion = replace(fusion, neighbours_far=far)
+    fusion = replace(fusion, neighbours=near, neighbours_far=far)
     alone = _fused(tenant_a, replace(fusion, neighbours=0.0, neighbours_far=0.0))
     smoothed = _fused(tenant_a, fusion)
     assert set(smoothed) == set(alone)
@@ -62,7 +62,7 @@ def test_each_short_turn_adds_a_share_of_its_found_short_neighbours(tenant_a: Te
         assert e.position is not None
         found = {d: place.get((e.session_id, e.position + d)) for d in (-2, -1, 1, 2)}
         two_away += e.lex <= 20 and (found[-2] or found[2]) is not None
-        lent = sum((0.25 if abs(d) == 1 else far) * alone[n] for d, n in found.items() if n is not None)
+        lent = sum((near if abs(d) == 1 else far) * alone[n] for d, n in found.items() if n is not None)
         expected = own + lent if e.lex <= 20 else own
         assert smoothed[event_id] == pytest.approx(expected), e.content
         changed += expected != own
