@@ -141,7 +141,7 @@ class Fusion:
     # The share of each found neighbour's fused score a fused row adds, for such tables, when both lists are fused
     # (knowledge/search_neighbours.py); 0: each row's own.
     neighbours: float = 0.0
-    # The share of the fused score of each found row two places away (with `neighbours`, for such tables).
+    # The share of the fused score of each found row two places away, for such tables; 0: none.
     neighbours_far: float = 0.0
     neighbour_lexemes: int = 20  # both neighbour terms join only rows of at most this many distinct lexemes
     exact_rows: int = EXACT_ROWS  # scopes of at most this many rows are searched exactly (0: never)
@@ -291,11 +291,10 @@ def _fts_list_sql(table: str, scope: Scope, order: RowOrder | None) -> str:
             "coalesce(array_agg(score ORDER BY rnk), '{}')::text FROM fts")
 
 
-def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, smooth: RowOrder | None,
-         far: bool = False) -> str:
+def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, smooth: RowOrder | None) -> str:
     """The fusion: the vector list ranked here, the full-text list as the arrays its own statement returned;
-    with `smooth`, each fused score plus a share of its found neighbours' (two places away too with `far`;
-    knowledge/search_neighbours.py)."""
+    with `smooth`, each fused score plus a share of its found neighbours' and of the found rows two places away
+    (knowledge/search_neighbours.py)."""
     ranked = "fused_near" if smooth else "fused"
     return f"""
     WITH vec AS ({_vec_cte(table, scope, exact=exact) if use_vec else _EMPTY_VEC}),
@@ -308,7 +307,7 @@ def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, 
                COALESCE(shares.sv * %(wv)s / (%(kv)s + vec.rnk), 0)
                + COALESCE((2 - shares.sv) * %(wf)s / (%(k)s + fts.rnk), 0) AS rrf
         FROM vec FULL OUTER JOIN fts ON vec.id = fts.id CROSS JOIN shares)
-    {"," + fused_neighbour_ctes(table, smooth, far=far) if smooth else ""}
+    {"," + fused_neighbour_ctes(table, smooth) if smooth else ""}
     SELECT {ranked}.*, {columns} FROM {ranked} JOIN {table} t ON t.id = {ranked}.fused_id
     ORDER BY rrf DESC, t.id LIMIT %(n)s"""  # noqa: S608
 
@@ -366,15 +365,15 @@ def hybrid_candidates(
         if not use_vec and mode == "vector":  # no vectors after all: the full-text list stands in
             fts = _fts_list(cursor, table, scope, query, scoped, fusion, order)
         use_fts = mode != "vector" or not use_vec
-        near = fusion.neighbours > 0 or fusion.neighbours_far > 0
-        smooth = order if order and near and use_vec and use_fts else None
+        smoothing = fusion.neighbours > 0 or fusion.neighbours_far > 0
+        smooth = order if order and smoothing and use_vec and use_fts else None
         params = _fusion_params(scope, fusion, vector, model, use_fts=use_fts) | {
             "fts_id": fts.ids, "fts_score": fts.scores,
             "nbfused": fusion.neighbours if smooth else 0.0, "nblex": fusion.neighbour_lexemes,
             "nbfar": fusion.neighbours_far if smooth else 0.0}
         walks = use_vec and not scoped.exact
-        cursor.execute((HNSW_SETTINGS if walks else "") + _sql(
-            table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth, far=params["nbfar"] > 0), params)
+        cursor.execute((HNSW_SETTINGS if walks else "")
+                       + _sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth), params)
         if walks:
             cursor.nextset()
         names = [col.name for col in cursor.description or []]

@@ -63,20 +63,19 @@ def neighbour_ctes(own_lexemes: str) -> str:
         JOIN fts_rows r ON r.id = s.id),"""  # noqa: S608 - fixed SQL only; the share is a parameter
 
 
-def fused_neighbour_ctes(table: str, order: RowOrder, *, far: bool = False) -> str:
+def fused_neighbour_ctes(table: str, order: RowOrder) -> str:
     """CTEs over `fused` (fused_id, vec_rank, vec_distance, fts_rank, fts_score, rrf) ending in `fused_near`, the
-    same columns with `rrf` plus %(nbfused)s of each found neighbour's (the rows just before and after it) and,
-    with `far`, %(nbfar)s of each found row two places away; `table` and `order` name the sequences."""
-    places = "p.pos - 2, p.pos - 1, p.pos + 1, p.pos + 2" if far else "p.pos - 1, p.pos + 1"
-    share = "CASE WHEN abs(n.pos - p.pos) = 1 THEN %(nbfused)s::float8 ELSE %(nbfar)s::float8 END" if far \
-        else "%(nbfused)s::float8"
+    same columns with `rrf` plus %(nbfused)s of each found neighbour's (the rows just before and after it) and
+    %(nbfar)s of each found row two places away; `table` and `order` name the sequences."""
     return f"""
     fused_placed AS (
         SELECT f.*, t.{order.group} AS grp, t.{order.position} AS pos, length(t.search_vector) AS lex
         FROM fused f JOIN {table} t ON t.id = f.fused_id),
     fused_near AS (
         SELECT p.fused_id, p.vec_rank, p.vec_distance, p.fts_rank, p.fts_score,
-               p.rrf + coalesce(sum({share} * n.rrf), 0) AS rrf
-        FROM fused_placed p LEFT JOIN fused_placed n ON n.grp = p.grp AND n.pos IN ({places})
+               p.rrf + coalesce(sum(CASE WHEN abs(n.pos - p.pos) = 1 THEN %(nbfused)s::float8
+                                  ELSE %(nbfar)s::float8 END * n.rrf), 0) AS rrf
+        FROM fused_placed p LEFT JOIN fused_placed n
+             ON n.grp = p.grp AND n.pos IN (p.pos - 2, p.pos - 1, p.pos + 1, p.pos + 2)
              AND p.lex <= %(nblex)s AND n.lex <= %(nblex)s
         GROUP BY p.fused_id, p.vec_rank, p.vec_distance, p.fts_rank, p.fts_score, p.rrf)"""  # noqa: S608
