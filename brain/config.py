@@ -41,6 +41,7 @@ class RuntimeConfig:
     database_url: str | None
     redis_url: str | None
     debug: bool
+    db_shared_buffers_mb: str = ""  # the embedded server's cache, as set (parsed by brain.embedded_db)
 
     @property
     def pg_dir(self) -> Path:
@@ -63,6 +64,7 @@ def runtime_config() -> RuntimeConfig:
         database_url=env.str("DATABASE_URL", default="") or None,
         redis_url=env.str("REDIS_URL", default="") or None,
         debug=env.bool("BRAIN_DEBUG", default=False),
+        db_shared_buffers_mb=env.str("BRAIN_DB_SHARED_BUFFERS_MB", default="").strip(),
     )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psycopg
 
+from brain.config import runtime_config
 from brain.errors import StartupError
 
 DATABASE_NAME = "brain"
@@ -26,6 +27,13 @@ SUPERUSER = "postgres"
 # PostgreSQL's Unix socket path must stay below ~107 bytes on Linux, including ".s.PGSQL.5432".
 _MAX_SOCKET_DIR_LEN = 90
 _RUN_AS_ROOT_USER = "embedded_postgres"
+# The server's page cache (shared_buffers), in MB. PostgreSQL's own 128MB holds a small brain whole, but at 100,000
+# knowledge rows the table and its HNSW and GIN indexes take about 530MB, and every page a search needs beyond the
+# cache is read back through the kernel: the open's full-text statement took 1-2 ms longer (docs/benchmarks.md,
+# issue 17, seventeenth pass). The embedded server takes an eighth of the memory it may use, within these bounds;
+# BRAIN_DB_SHARED_BUFFERS_MB sets it outright. An external server (DATABASE_URL) is its operator's to size.
+SHARED_BUFFERS_MB = (128, 2048)
+_SHARED_BUFFERS_FLOOR_MB = 16  # the least a set value may be: below it PostgreSQL runs, but from disk
 
 # Importing the wheel probes XDG_RUNTIME_DIR for a lock we never use; its warning is noise here.
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
@@ -115,10 +123,33 @@ def _initdb(server: EmbeddedServer, user: str | None) -> None:
     )
 
 
-def _pg_ctl_start(server: EmbeddedServer, user: str | None) -> None:
+def usable_memory() -> int:
+    """Bytes of memory this process may use: the machine's, or its cgroup's limit (a container's) when lower."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total
+
+
+def shared_buffers_mb(configured: str, memory: int | None = None) -> int:
+    """The embedded server's shared_buffers in MB: `configured` (BRAIN_DB_SHARED_BUFFERS_MB) when set, else an
+    eighth of `memory` (default: `usable_memory()`) within SHARED_BUFFERS_MB."""
+    if configured:
+        if not configured.isdigit() or int(configured) < _SHARED_BUFFERS_FLOOR_MB:
+            raise StartupError(f"BRAIN_DB_SHARED_BUFFERS_MB must be a whole number of megabytes, at least "
+                               f"{_SHARED_BUFFERS_FLOOR_MB} (got {configured!r}); unset it to size the cache "
+                               "from memory")
+        return int(configured)
+    low, high = SHARED_BUFFERS_MB
+    return max(low, min(high, (memory if memory is not None else usable_memory()) // 8 // 2**20))
+
+
+def _pg_ctl_start(server: EmbeddedServer, user: str | None, buffers: int) -> None:
     from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
-    options = f"-h '' -k {server.socket_dir} -c max_connections=200 -c shared_buffers=128MB"
+    options = f"-h '' -k {server.socket_dir} -c max_connections=200 -c shared_buffers={buffers}MB"
     try:
         pg_ctl(
             ["-w", "-t", "30", "-o", options, "-l", str(server.pg_dir / "log"), "start"],
@@ -141,6 +172,7 @@ def _ensure_database(server: EmbeddedServer) -> None:
 
 def ensure_running(data_dir: Path) -> tuple[EmbeddedServer, bool]:
     """Start the embedded server for `data_dir` unless it runs already; returns (server, started_here)."""
+    buffers = shared_buffers_mb(runtime_config().db_shared_buffers_mb)  # a bad value stops before anything is made
     _check_writable(data_dir)
     server = server_for(data_dir / "pg")
     if is_running(server):
@@ -153,7 +185,7 @@ def ensure_running(data_dir: Path) -> tuple[EmbeddedServer, bool]:
         _prepare_permissions(server, user)
     if not (server.pg_dir / "PG_VERSION").exists():
         _initdb(server, user)
-    _pg_ctl_start(server, user)
+    _pg_ctl_start(server, user, buffers)
     _ensure_database(server)
     return server, True
 

@@ -9,7 +9,9 @@ from brain import embedded_db
 from brain.errors import StartupError
 
 
-def test_start_creates_database_with_pgvector_and_stop_stops_it(tmp_path: Path) -> None:
+def test_start_creates_database_with_pgvector_and_stop_stops_it(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BRAIN_DB_SHARED_BUFFERS_MB", "160")
     server, started = embedded_db.ensure_running(tmp_path)
     try:
         assert started
@@ -18,7 +20,9 @@ def test_start_creates_database_with_pgvector_and_stop_stops_it(tmp_path: Path) 
         with psycopg.connect(server.url(), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             row = conn.execute("SELECT '[1,0]'::vector <=> '[0,1]'::vector").fetchone()
+            pages = conn.execute("SELECT setting::int FROM pg_settings WHERE name = 'shared_buffers'").fetchone()
         assert row is not None and row[0] == pytest.approx(1.0)
+        assert pages is not None and pages[0] * 8 // 1024 == 160  # the setting counts 8 kB pages
     finally:
         embedded_db.stop(server)
     assert not embedded_db.is_running(server)
@@ -35,3 +39,21 @@ def test_long_data_dir_uses_a_short_socket_dir(tmp_path: Path) -> None:
     deep = tmp_path / ("d" * 120)
     socket_dir = embedded_db.socket_dir_for(deep)
     assert len(str(socket_dir)) < 60 and socket_dir == embedded_db.socket_dir_for(deep)
+
+
+def test_shared_buffers_are_an_eighth_of_memory_within_bounds() -> None:
+    gib = 2**30
+    assert embedded_db.shared_buffers_mb("", memory=512 * 2**20) == 128  # PostgreSQL's own default at least
+    assert embedded_db.shared_buffers_mb("", memory=8 * gib) == 1024
+    assert embedded_db.shared_buffers_mb("", memory=64 * gib) == 2048  # at most 2 GB
+    assert embedded_db.shared_buffers_mb("300", memory=64 * gib) == 300  # a set value wins
+    assert 128 <= embedded_db.shared_buffers_mb("") <= 2048  # this machine's (or its cgroup's) memory
+
+
+@pytest.mark.parametrize("value", ["lots", "1.5", "-64", "8"])
+def test_a_bad_shared_buffers_setting_is_one_clear_error_and_makes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("BRAIN_DB_SHARED_BUFFERS_MB", value)
+    with pytest.raises(StartupError, match=r"BRAIN_DB_SHARED_BUFFERS_MB must be a whole number of megabytes"):
+        embedded_db.ensure_running(tmp_path / "data")
+    assert not (tmp_path / "data").exists()
