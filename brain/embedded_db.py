@@ -123,14 +123,20 @@ def _initdb(server: EmbeddedServer, user: str | None) -> None:
     )
 
 
+# Where a container's memory limit is read: cgroup v2, then v1 (whose "no limit" is a huge number).
+_CGROUP_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+
+
 def usable_memory() -> int:
     """Bytes of memory this process may use: the machine's, or its cgroup's limit (a container's) when lower."""
     total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-    except OSError:
-        return total
-    return min(total, int(limit)) if limit.isdigit() else total
+    for path in _CGROUP_LIMITS:
+        try:
+            limit = path.read_text().strip()
+        except OSError:
+            continue
+        return min(total, int(limit)) if limit.isdigit() else total  # v2 writes "max" for no limit
+    return total
 
 
 def shared_buffers_mb(configured: str, memory: int | None = None) -> int:

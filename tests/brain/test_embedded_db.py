@@ -57,3 +57,14 @@ def test_a_bad_shared_buffers_setting_is_one_clear_error_and_makes_nothing(
     with pytest.raises(StartupError, match=r"BRAIN_DB_SHARED_BUFFERS_MB must be a whole number of megabytes"):
         embedded_db.ensure_running(tmp_path / "data")
     assert not (tmp_path / "data").exists()
+
+
+def test_a_containers_memory_limit_counts_when_lower(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    v2, v1 = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
+    monkeypatch.setattr(embedded_db, "_CGROUP_LIMITS", (v2, v1))
+    machine = embedded_db.usable_memory()  # neither file exists: the machine's memory
+    v1.write_text(f"{2**30}\n")
+    assert embedded_db.usable_memory() == min(machine, 2**30)
+    assert embedded_db.shared_buffers_mb("") == 128  # an eighth of a 1 GB container, at PostgreSQL's own floor
+    v2.write_text("max\n")  # cgroup v2 without a limit wins over the v1 file
+    assert embedded_db.usable_memory() == machine
