@@ -29,7 +29,7 @@ _MAX_SOCKET_DIR_LEN = 90
 _RUN_AS_ROOT_USER = "embedded_postgres"
 # The server's page cache (shared_buffers), in MB. PostgreSQL's own 128MB holds a small brain whole, but at 100,000
 # knowledge rows the table and its HNSW and GIN indexes take about 530MB, and every page a search needs beyond the
-# cache is read back through the kernel: the open's full-text statement took 1-2 ms longer (docs/benchmarks.md,
+# cache is read back through the kernel: the open's full-text statement took 0.2-2 ms longer (docs/benchmarks.md,
 # issue 17, seventeenth pass). The embedded server takes an eighth of the memory it may use, within these bounds;
 # BRAIN_DB_SHARED_BUFFERS_MB sets it outright. An external server (DATABASE_URL) is its operator's to size.
 SHARED_BUFFERS_MB = (128, 2048)
