@@ -34,6 +34,8 @@ _RUN_AS_ROOT_USER = "embedded_postgres"
 # BRAIN_DB_SHARED_BUFFERS_MB sets it outright. An external server (DATABASE_URL) is its operator's to size.
 SHARED_BUFFERS_MB = (128, 2048)
 _SHARED_BUFFERS_FLOOR_MB = 16  # the least a set value may be: below it PostgreSQL runs, but from disk
+# Where a container's memory limit is read: cgroup v2, then v1 (whose "no limit" is a huge number).
+_CGROUP_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 
 # Importing the wheel probes XDG_RUNTIME_DIR for a lock we never use; its warning is noise here.
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
@@ -121,10 +123,6 @@ def _initdb(server: EmbeddedServer, user: str | None) -> None:
         pgdata=server.pg_dir,
         user=user,
     )
-
-
-# Where a container's memory limit is read: cgroup v2, then v1 (whose "no limit" is a huge number).
-_CGROUP_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 
 
 def usable_memory() -> int:

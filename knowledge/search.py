@@ -20,7 +20,7 @@ from django.db import connection
 from brain.logs import log_op
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
-from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes
+from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes, neighbour_gain
 from knowledge.search_scope import Scoped, fts_terms, scoped_read
 
 logger = logging.getLogger(__name__)
@@ -379,8 +379,8 @@ def hybrid_candidates(
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     retrieval = mode if (use_vec or mode == "fts") else "fts_only"
-    rrf_max = fused_max(params["wv"], params["wf"], fusion, adaptive=params["adaptive"]) * (
-        1 + 2 * params["nbfused"] + 2 * params["nbfar"])
+    rrf_max = fused_max(params["wv"], params["wf"], fusion, adaptive=params["adaptive"]) * neighbour_gain(
+        params["nbfused"], params["nbfar"])
     total = time.perf_counter() - started
     timings = {"model_wait": round(waited * 1000, 3), "sql": round((total - waited) * 1000, 3)}
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)

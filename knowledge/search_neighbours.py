@@ -63,6 +63,12 @@ def neighbour_ctes(own_lexemes: str) -> str:
         JOIN fts_rows r ON r.id = s.id),"""  # noqa: S608 - fixed SQL only; the share is a parameter
 
 
+def neighbour_gain(near: float, far: float) -> float:
+    """The most `fused_neighbour_ctes` can multiply a fused score by: two neighbours at each distance, each found
+    with at most the row's own score (what `rrf_max` is scaled by)."""
+    return 1 + 2 * near + 2 * far
+
+
 def fused_neighbour_ctes(table: str, order: RowOrder) -> str:
     """CTEs over `fused` (fused_id, vec_rank, vec_distance, fts_rank, fts_score, rrf) ending in `fused_near`, the
     same columns with `rrf` plus %(nbfused)s of each found neighbour's (the rows just before and after it) and

@@ -70,6 +70,7 @@ def head_distance(scores: list[float]) -> float:
 def replay_hybrid(line: dict[str, Any]) -> tuple[list[Key], list[str]]:
     """The engine's hybrid events (turn keys, best first) and sessions for one dumped line, fused in Python."""
     from knowledge.search import SHAPE_FLOOR, SHAPE_FTS_FULL, SHAPE_POWER, Fusion, fused_max
+    from knowledge.search_neighbours import neighbour_gain
     from sessions.selectors.search import SESSION_EVENT_DECAY
 
     fusion = Fusion(**line["fusion"])
@@ -86,8 +87,8 @@ def replay_hybrid(line: dict[str, Any]) -> tuple[list[Key], list[str]]:
                                             "session_key": r["turn"][0], "lex": r.get("lex", 0)})
             row["rrf"] += weights[name] / (ks[name] + r["rank"])
     _with_neighbours(rows, {1: fusion.neighbours, 2: fusion.neighbours_far}, fusion.neighbour_lexemes)
-    rrf_max = fused_max(fusion.weight_vector, fusion.weight_fts, fusion, adaptive=True) * (
-        1 + 2 * fusion.neighbours + 2 * fusion.neighbours_far)
+    rrf_max = fused_max(fusion.weight_vector, fusion.weight_fts, fusion, adaptive=True) * neighbour_gain(
+        fusion.neighbours, fusion.neighbours_far)
     order = sorted(rows, key=lambda i: (-rows[i]["rrf"], uuid.UUID(i)))[: fusion.candidates]
     events = sorted(((round(rows[i]["rrf"] / rrf_max, 6), i) for i in order), key=lambda e: -e[0])
     # Grouped by the stored session (a dataset may repeat a session id inside one haystack), named by its key.
