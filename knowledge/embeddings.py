@@ -31,6 +31,11 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-q8"
 # The model was trained on 128-token inputs and accepts 256 (sentence-transformers' max_seq_length).
 LOCAL_MAX_TOKENS = 256
+# A text of at most this many tokens runs on one thread even when it runs alone (a query). Below it a second thread
+# made the run no faster (13 tokens: 2.3 ms on one thread, 2.6 on two; 31 tokens: 4.0 on both; 58 tokens: 7.9
+# against 6.5) and took the other core from the full-text statement a search runs at the same time (docs/
+# benchmarks.md, issue 17, eighteenth pass).
+NARROW_TOKENS = 32
 
 
 class EmbeddingUnavailable(Exception):
@@ -118,8 +123,9 @@ class LocalEmbedder:
         cores = threads or usable_cores()
         # Several texts run one per core at once, each on a single-threaded session: a small model's run is
         # too short to split well across threads (two such runs did 2x the short texts and 1.3x the long ones
-        # per second of one two-thread run, docs/benchmarks.md, sixth pass). One text (a query) uses every core
-        # through its own session, except in the background, where every run stays on a lowered-priority thread.
+        # per second of one two-thread run, docs/benchmarks.md, sixth pass). One text (a query) longer than
+        # NARROW_TOKENS uses every core through its own session, except in the background, where every run stays on
+        # a lowered-priority thread.
         self._narrow = ort.InferenceSession(str(path), sess_options=session_options(ort, 1),
                                             providers=["CPUExecutionProvider"])
         self._session = self._narrow if cores == 1 or background else ort.InferenceSession(
@@ -138,7 +144,7 @@ class LocalEmbedder:
         # a text's vector depend on its batchmates (and on padding). Alone, a text always gets the same vector.
         rows = [encoding.ids for encoding in self._tokenizer.encode_batch([text or " " for text in texts])]
         if len(rows) == 1 and not self._background:
-            return [self._embed_one(self._session, rows[0])]
+            return [self._embed_one(self._session if len(rows[0]) > NARROW_TOKENS else self._narrow, rows[0])]
         if self._pool is None:
             return [self._embed_one(self._narrow, row) for row in rows]
         return list(self._pool.map(lambda row: self._embed_one(self._narrow, row), rows))

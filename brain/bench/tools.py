@@ -34,7 +34,7 @@ import numpy as np
 from brain.bench.lean_http import LeanConnection
 from brain.bench.lme import percentile
 from brain.bench.mcp_load import bench_http, free_port, lean_connection, rpc_open, stop_process, wait_ready
-from brain.bench.scale import DEFAULT_CORPUS, _load, rules_of
+from brain.bench.scale import DEFAULT_CORPUS, _load, cache_warm, rules_of
 from brain.config import runtime_config
 from brain.db_url import connection_url
 from brain.serve import PACKAGES_DIR, children_env, web_server_args
@@ -149,7 +149,8 @@ def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int)
         cursor.execute(GIN_SQL)
         index_s = time.perf_counter() - start
         cursor.execute("ANALYZE knowledge_knowledgeitem")
-    return {"embed_s": round(embed_s, 1), "load_s": round(load_s, 1), "index_s": round(index_s, 1)}
+        cached = cache_warm(cursor)
+    return {"embed_s": round(embed_s, 1), "load_s": round(load_s, 1), "index_s": round(index_s, 1), "cached": cached}
 
 
 def _summary(times: list[float]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import psycopg
@@ -68,3 +69,36 @@ def test_a_containers_memory_limit_counts_when_lower(tmp_path: Path, monkeypatch
     assert embedded_db.shared_buffers_mb("") == 128  # an eighth of a 1 GB container, at PostgreSQL's own floor
     v2.write_text("max\n")  # cgroup v2 without a limit wins over the v1 file
     assert embedded_db.usable_memory() == machine
+
+
+
+def _pages_cached(server: embedded_db.EmbeddedServer) -> tuple[int, int]:
+    """The test table's pages in the server's cache, and its pages in all (counted without reading the table)."""
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM pg_buffercache WHERE relfilenode = pg_relation_filenode('warm') "
+            "AND reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database())), "
+            "pg_relation_size('warm') / current_setting('block_size')::int").fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def test_the_page_cache_is_read_back_after_a_restart(tmp_path: Path) -> None:
+    server, _ = embedded_db.ensure_running(tmp_path)
+    try:
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            conn.execute("CREATE TABLE warm AS SELECT n, repeat('x', 200) AS pad FROM generate_series(1, 5000) n")
+            conn.execute("SELECT count(*) FROM warm")
+            preloaded = conn.execute("SHOW shared_preload_libraries").fetchone()
+        assert preloaded is not None and embedded_db.PRELOADED in preloaded[0]
+        cached, pages = _pages_cached(server)
+        assert pages > 100 and cached == pages
+        embedded_db.stop(server)  # autoprewarm lists the cached pages on its way down
+        server, _ = embedded_db.ensure_running(tmp_path)
+        deadline = time.monotonic() + 20
+        while (cached := _pages_cached(server)[0]) < pages and time.monotonic() < deadline:
+            time.sleep(0.2)  # its worker reads them back in the background after the start
+        assert cached == pages
+    finally:
+        embedded_db.stop(server)

@@ -70,6 +70,7 @@ def test_bench_retrieval_scale_measures_each_size_against_the_baseline(
                           "--corpus", str(small_corpus)], capsys)
     assert [size["items"] for size in report["sizes"]] == [60, 120]
     for size in report["sizes"]:
+        assert size["cached"] is True  # the rows and both search indexes read into the page cache
         for key in ("query_ms", "baseline_query_ms"):
             assert size[key]["p95"] >= size[key]["p50"] > 0
             assert size[key]["retrieval"] == ["hybrid"] and size[key]["source_hit@5"] > 0.5

@@ -14,7 +14,9 @@ import pytest
 from knowledge.embeddings import (
     DIMENSIONS,
     LOCAL_MODEL_NAME,
+    NARROW_TOKENS,
     EmbeddingUnavailable,
+    LocalEmbedder,
     OpenAIEmbedder,
     embed_texts,
     embedder_health,
@@ -50,6 +52,29 @@ def test_a_texts_vector_never_depends_on_what_it_was_embedded_with() -> None:
     # The vector batchers' embedder (its own sessions, lowered-priority threads) gives the request threads' vectors.
     assert np.allclose(batch, np.array(get_embedder(background=True).embed(texts)), atol=1e-6)
     assert get_embedder() is get_embedder()  # loaded once per process
+
+
+class _Counted:
+    """An onnxruntime session that counts its runs (the real session does the work)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session, self.runs = session, 0
+
+    def run(self, *args: Any) -> Any:
+        self.runs += 1
+        return self.session.run(*args)
+
+
+def test_a_short_query_runs_on_one_thread_and_a_long_one_on_every_core() -> None:
+    # A short query's second thread would only take the core the search's full-text statement runs on meanwhile.
+    embedder = LocalEmbedder(threads=2)
+    narrow, wide = _Counted(embedder._narrow), _Counted(embedder._session)
+    embedder._narrow, embedder._session = narrow, wide
+    short = embedder.embed(["fix the failing login test"])
+    assert (narrow.runs, wide.runs) == (1, 0)
+    embedder.embed([" ".join(f"step {n} of the schema migration" for n in range(NARROW_TOKENS))])
+    assert (narrow.runs, wide.runs) == (1, 1)
+    assert np.array_equal(short, get_embedder(background=True).embed(["fix the failing login test"]))
 
 
 def test_none_provider_refuses_and_doctor_says_fts_only(settings: Any) -> None:

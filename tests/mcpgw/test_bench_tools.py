@@ -23,6 +23,7 @@ def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], smal
     report = bench_report(tools, ["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json",
                                   "--corpus", str(small_corpus)], capsys)
     (run,) = report["runs"]
+    assert report["setup"]["cached"] is True  # the rows and both search indexes read into the page cache
     assert run["clients"] == 2
     assert run["brain_start_session"]["n"] == 4 == run["brain_report_session_outcome"]["n"]
     assert run["brain_list_projects"]["n"] == 4
