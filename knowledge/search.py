@@ -9,6 +9,7 @@ part of both WHERE clauses, so nothing the caller may not see is ever ranked. Re
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from concurrent.futures import Future
@@ -18,6 +19,7 @@ from typing import Any, Literal
 from django.db import connection
 
 from brain.logs import log_op
+from brain.sql_rows import execute_prepared
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
 from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes, neighbour_gain
@@ -83,6 +85,10 @@ MAX_COSINE_DISTANCE = 2.0
 # the search needs no transaction of its own: its BEGIN and COMMIT were two round trips of every session open.
 HNSW_SETTINGS = ("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                  "set_config('hnsw.ef_search', %(ef)s, true); ")
+# The same for a prepared fusion statement (`_execute_fusion`), which also takes its generic plan.
+GENERIC_HNSW_SETTINGS = ("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                         "set_config('hnsw.ef_search', '{ef}', true), "
+                         "set_config('plan_cache_mode', 'force_generic_plan', true); ")
 
 
 @dataclass(frozen=True)
@@ -371,11 +377,8 @@ def hybrid_candidates(
             "fts_id": fts.ids, "fts_score": fts.scores,
             "nbfused": fusion.neighbours if smooth else 0.0, "nblex": fusion.neighbour_lexemes,
             "nbfar": fusion.neighbours_far if smooth else 0.0}
-        walks = use_vec and not scoped.exact
-        cursor.execute((HNSW_SETTINGS if walks else "")
-                       + _sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth), params)
-        if walks:
-            cursor.nextset()
+        statement = _sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth)
+        _execute_fusion(cursor, statement, params, walks=use_vec and not scoped.exact, generic=smooth is None)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     retrieval = mode if (use_vec or mode == "fts") else "fts_only"
@@ -384,6 +387,25 @@ def hybrid_candidates(
     total = time.perf_counter() - started
     timings = {"model_wait": round(waited * 1000, 3), "sql": round((total - waited) * 1000, 3)}
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
+
+
+def _execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks: bool, generic: bool) -> None:
+    """Runs the fusion statement; one that walks the HNSW index runs after HNSW_SETTINGS in the same query string.
+    Such a statement over a large scope (`generic`: no neighbour terms) is prepared once per connection and run on
+    its generic plan, whose shape never depends on the values (an index walk, a hash join with the full-text
+    arrays, the rows by primary key): planning it took 0.5-0.7 ms of its 2.3 at 100,000 rows (docs/benchmarks.md,
+    issue 17, eighteenth pass). Its row counts are written into the statement, so the plan knows its LIMIT and
+    never weighs sorting the whole scope against the walk."""
+    if not walks:
+        cursor.execute(statement, params)
+        return
+    if not generic:
+        cursor.execute(HNSW_SETTINGS + statement, params)
+        cursor.nextset()
+        return
+    statement = statement.replace("%(n)s", str(int(params["n"])))
+    name = "brain_fusion_" + hashlib.sha1(statement.encode(), usedforsecurity=False).hexdigest()[:16]
+    execute_prepared(cursor, name, statement, params, prefix=GENERIC_HNSW_SETTINGS.format(ef=int(params["ef"])))
 
 
 def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, model: str, *,

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 
 from knowledge import term_stats
+from knowledge.models import KnowledgeItem
 from knowledge.search import FTS_POSTINGS_BUDGET, Fusion, hybrid_candidates
 from knowledge.search_scope import FTS_SCAN_CAP
 from knowledge.selectors.search import KNOWLEDGE_TABLE, fusion_from_settings, knowledge_scope, knowledge_search
@@ -160,3 +161,6 @@ def test_a_scope_too_large_to_count_walks_the_index_with_its_own_settings(
     assert found.retrieval == "vector" and len(found.candidates) == 60
     assert all(c.vec_rank is not None for c in found.candidates)
     assert len(theirs.candidates) == 3 and all("kubernetes" in c.row["content"] for c in theirs.candidates)
+    # Both searches ran one prepared statement of this connection; the second saw only its own caller's rows.
+    assert {c.id for c in theirs.candidates} <= set(KnowledgeItem.objects.filter(owner=tenant_b.user)
+                                                    .values_list("id", flat=True))
