@@ -19,6 +19,8 @@ from brain.config import RuntimeConfig, runtime_config
 from brain.errors import BrainError, StartupError
 
 Handler = Callable[[argparse.Namespace], int]
+# How long a command waits at its end for the work its writes queued in this process (`_finish_background_work`).
+QUEUES_DRAIN_S = 30.0
 
 
 
@@ -177,7 +179,19 @@ def _with_database(body: Callable[[], int], *, migrate_first: bool = False) -> i
     except (StartupError, BrainError) as exc:
         return _fail(str(exc))
     finally:
+        _finish_background_work()
         cleanup()
+
+
+def _finish_background_work() -> None:
+    """What the command's writes handed to this process's queues (vectors to store, broker messages) is done before
+    the database the command started stops: stopped first, the queues' threads failed on a closed server and left
+    their rows to the next backfill. After QUEUES_DRAIN_S the rest is left to it all the same."""
+    from brain.process_queue import flush_all
+
+    if not flush_all(QUEUES_DRAIN_S):
+        print(f"brain: vectors still queued after {QUEUES_DRAIN_S:.0f} s are left to the backfill "
+              "(`brain embeddings backfill`, or the next `brain serve`)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 Item = TypeVar("Item")
 # A drain thread keeps its database connection while work keeps coming and closes it once it has waited this long
@@ -30,6 +30,17 @@ def next_item(pending: queue.Queue[Item]) -> Item:
         return pending.get()
 
 
+_QUEUES: list[ProcessQueue[Any]] = []  # every queue this process made (`flush_all`)
+
+
+def flush_all(timeout: float) -> bool:
+    """Waits until every queue of this process has handled what it holds, within `timeout` seconds in all; True
+    when all were in time. A command calls it before it stops the database its queues' threads write to."""
+    deadline = time.monotonic() + timeout
+    drained = [pending.flush(max(0.0, deadline - time.monotonic())) for pending in list(_QUEUES)]  # each one
+    return all(drained)
+
+
 class ProcessQueue(Generic[Item]):
     """The queue and its thread are made on first use and again after a fork: a forked child inherits the
     parent's queue object but no thread behind it. `drain(queue)` runs forever on the thread and calls `done`
@@ -40,6 +51,7 @@ class ProcessQueue(Generic[Item]):
         self.lock = threading.Lock()
         self.pid = 0
         self.queue: queue.Queue[Item] = queue.Queue(maxsize=maxsize)
+        _QUEUES.append(self)
 
     def put(self, item: Item) -> bool:
         """Queues `item`; False when the queue is full (the caller decides what a refusal means)."""

@@ -127,3 +127,21 @@ def test_sigterm_stops_the_database_the_command_started(tmp_path) -> None:
         proc.wait()
         if embedded_db.is_running(server):
             embedded_db.stop(server)
+
+
+def test_a_command_stores_the_vectors_it_queued_before_it_stops_its_database(tmp_path) -> None:
+    """Knowledge taught from a command gets its vector from the batcher's thread after the commit; the command
+    waits for it before stopping the embedded database it started, instead of leaving the batch to fail."""
+    env = {"BRAIN_DATA_DIR": str(tmp_path / "fresh"), "DATABASE_URL": ""}
+    assert run_brain("manage", "migrate", env=env).returncode == 0
+    teach = ("from knowledge.services.create import KnowledgeDraft, knowledge_create; "
+             "from projects.services.accounts import user_create; "
+             "knowledge_create(owner=user_create(email='cli@example.com'), project=None, "
+             "draft=KnowledgeDraft('Run the migrations before the tests'), defer_vectors=True)")
+    taught = run_brain("manage", "shell", "-c", teach, env=env)
+    assert taught.returncode == 0, taught.stderr
+    assert "batch_failed" not in taught.stderr
+    count = ("from knowledge.models import KnowledgeItem; "
+             "print(KnowledgeItem.objects.filter(embedding__isnull=False).count())")
+    counted = run_brain("manage", "shell", "-c", count, env=env)
+    assert counted.stdout.strip().splitlines()[-1] == "1", counted.stderr
