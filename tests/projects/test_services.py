@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -131,3 +132,10 @@ def test_projects_visible_respects_token_scope_and_tenant(tenant_a, tenant_b) ->
         project_visible(principal=tenant_a.project_principal, project_id=second.pk)
     with pytest.raises(NotFound):
         project_visible(principal=tenant_a.principal, project_id="not-a-uuid")
+    found = project_visible(principal=tenant_a.principal, project_id=str(second.pk))
+    assert (found.pk, found.name, found.org.pk) == (second.pk, "Second", second.org_id)
+    # A call whose authentication read the visible projects already looks the project up in that list.
+    listed = replace(tenant_a.project_principal, listed=(tenant_a.project,))
+    assert project_visible(principal=listed, project_id=tenant_a.project.pk).pk == tenant_a.project.pk
+    with pytest.raises(NotFound):
+        project_visible(principal=listed, project_id=second.pk)
