@@ -190,8 +190,8 @@ def _finish_background_work() -> None:
     from brain.process_queue import flush_all
 
     if not flush_all(QUEUES_DRAIN_S):
-        print(f"brain: vectors still queued after {QUEUES_DRAIN_S:.0f} s are left to the backfill "
-              "(`brain embeddings backfill`, or the next `brain serve`)", file=sys.stderr)
+        print(f"brain: background work still queued after {QUEUES_DRAIN_S:.0f} s; rows without vectors are left to "
+              "the backfill (`brain embeddings backfill`, or the next `brain serve`)", file=sys.stderr)
 
 
 if __name__ == "__main__":

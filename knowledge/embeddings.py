@@ -32,7 +32,7 @@ LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-q8"
 # The model was trained on 128-token inputs and accepts 256 (sentence-transformers' max_seq_length).
 LOCAL_MAX_TOKENS = 256
 # A text of at most this many tokens runs on one thread even when it runs alone (a query). Below it a second thread
-# made the run no faster (13 tokens: 2.3 ms on one thread, 2.6 on two; 31 tokens: 4.0 on both; 58 tokens: 7.9
+# made the run no faster (13 tokens: 2.3 ms on one thread, 2.7 on two; 31 tokens: 4.0 on both; 58 tokens: 7.9
 # against 6.5) and took the other core from the full-text statement a search runs at the same time (docs/
 # benchmarks.md, issue 17, eighteenth pass).
 NARROW_TOKENS = 32

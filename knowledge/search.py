@@ -79,16 +79,6 @@ SHAPE_FTS_FULL = 16.0
 QUERY_MAX = 2000
 # Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
 MAX_COSINE_DISTANCE = 2.0
-# Sent in the same query string as a fusion statement that walks the HNSW index: filtered scans keep going until
-# enough rows pass the scope (pgvector >= 0.8), and `ef_search` is at least the rows wanted. The statements of one
-# query string run as one transaction, so the settings are local to that statement (even through a pooler) and
-# the search needs no transaction of its own: its BEGIN and COMMIT were two round trips of every session open.
-HNSW_SETTINGS = ("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                 "set_config('hnsw.ef_search', %(ef)s, true); ")
-# The same for a prepared fusion statement (`_execute_fusion`), which also takes its generic plan.
-GENERIC_HNSW_SETTINGS = ("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                         "set_config('hnsw.ef_search', '{ef}', true), "
-                         "set_config('plan_cache_mode', 'force_generic_plan', true); ")
 
 
 @dataclass(frozen=True)
@@ -389,8 +379,19 @@ def hybrid_candidates(
     return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
 
 
+def _walk_settings(ef: int, *, generic: bool) -> str:
+    """Sent in the same query string as a fusion statement that walks the HNSW index: filtered scans keep going
+    until enough rows pass the scope (pgvector >= 0.8), `ef_search` is at least the rows wanted, and with `generic`
+    the prepared statement runs on its generic plan. The statements of one query string run as one transaction, so
+    the settings are local to that statement (even through a pooler; inside a caller's transaction, to the rest of
+    it) and the search needs no transaction of its own: its BEGIN and COMMIT were two round trips of every open."""
+    plan = ", set_config('plan_cache_mode', 'force_generic_plan', true)" if generic else ""
+    return (f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            f"set_config('hnsw.ef_search', '{int(ef)}', true){plan}; ")
+
+
 def _execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks: bool, generic: bool) -> None:
-    """Runs the fusion statement; one that walks the HNSW index runs after HNSW_SETTINGS in the same query string.
+    """Runs the fusion statement; one that walks the HNSW index runs after `_walk_settings` in one query string.
     Such a statement over a large scope (`generic`: no neighbour terms) is prepared once per connection and run on
     its generic plan, whose shape never depends on the values (an index walk, a hash join with the full-text
     arrays, the rows by primary key): planning it took 0.5-0.7 ms of its 2.3 at 100,000 rows (docs/benchmarks.md,
@@ -400,12 +401,12 @@ def _execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walk
         cursor.execute(statement, params)
         return
     if not generic:
-        cursor.execute(HNSW_SETTINGS + statement, params)
+        cursor.execute(_walk_settings(params["ef"], generic=False) + statement, params)
         cursor.nextset()
         return
     statement = statement.replace("%(n)s", str(int(params["n"])))
     name = "brain_fusion_" + hashlib.sha1(statement.encode(), usedforsecurity=False).hexdigest()[:16]
-    execute_prepared(cursor, name, statement, params, prefix=GENERIC_HNSW_SETTINGS.format(ef=int(params["ef"])))
+    execute_prepared(cursor, name, statement, params, prefix=_walk_settings(params["ef"], generic=True))
 
 
 def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, model: str, *,
@@ -418,7 +419,7 @@ def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, mod
         "wv": fusion.weight_vector if use_vec else 0.0, "wf": fusion.weight_fts if use_fts else 0.0,
         "longlex": max(fusion.vector_long_lexemes, 1),
         "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
-        "adaptive": fusion.adaptive and use_vec and use_fts, "ef": str(max(40, int(fusion.candidates))),
+        "adaptive": fusion.adaptive and use_vec and use_fts, "ef": max(40, int(fusion.candidates)),
     }
 
 

@@ -71,7 +71,6 @@ def test_a_containers_memory_limit_counts_when_lower(tmp_path: Path, monkeypatch
     assert embedded_db.usable_memory() == machine
 
 
-
 def _pages_cached(server: embedded_db.EmbeddedServer) -> tuple[int, int]:
     """The test table's pages in the server's cache, and its pages in all (counted without reading the table)."""
     with psycopg.connect(server.url(), autocommit=True) as conn:
