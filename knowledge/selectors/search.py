@@ -18,7 +18,7 @@ from knowledge.search import CandidateSet, Fusion, Mode, Scope, hybrid_candidate
 from knowledge.selectors.review import author_labels
 from projects.models import Project
 from projects.scope import Principal
-from projects.selectors.accounts import project_visible, projects_visible
+from projects.selectors.accounts import project_visible, visible_project_ids
 
 KNOWLEDGE_TABLE = "knowledge_knowledgeitem"
 # The share of its stored confidence another member's row has for a viewer (see `others_discounted`).
@@ -93,7 +93,7 @@ def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None 
     elif project_id is not None:
         project_ids = [project_visible(principal=principal, project_id=project_id).id]
     else:
-        project_ids = list(projects_visible(principal=principal).values_list("id", flat=True))
+        project_ids = visible_project_ids(principal=principal)
     sql = (
         "(t.project_id = ANY(%(scope_projects)s::uuid[]) OR (t.project_id IS NULL AND t.owner_id = %(scope_user)s))"
         " AND t.deleted_at IS NULL AND t.superseded_by_id IS NULL AND t.type <> 'action_item'"

@@ -19,7 +19,7 @@ from knowledge.search_neighbours import RowOrder
 from knowledge.search_scope import FTS_SCAN_CAP
 from knowledge.selectors.search import fusion_from_settings
 from projects.scope import Principal
-from projects.selectors.accounts import project_visible, projects_visible
+from projects.selectors.accounts import project_visible, visible_project_ids
 from sessions.models import Session
 from sessions.selectors.owned import sessions_owned
 
@@ -97,7 +97,7 @@ def session_event_scope(
     if project_id is not None:
         project_ids = [project_visible(principal=principal, project_id=project_id).id]
     else:
-        project_ids = list(projects_visible(principal=principal).values_list("id", flat=True))
+        project_ids = visible_project_ids(principal=principal)
     sql = "t.user_id = %(scope_user)s AND t.project_id = ANY(%(scope_projects)s::uuid[])"
     params: dict[str, Any] = {"scope_user": principal.user.id, "scope_projects": project_ids}
     if since is not None:

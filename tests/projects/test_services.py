@@ -10,7 +10,13 @@ from django.utils import timezone
 
 from brain.errors import Conflict, NotFound, ValidationFailed
 from projects.models import ApiToken, Membership, Org, Project
-from projects.selectors.accounts import project_visible, projects_visible, token_digest, token_for_raw
+from projects.selectors.accounts import (
+    project_visible,
+    projects_visible,
+    token_digest,
+    token_for_raw,
+    visible_project_ids,
+)
 from projects.services.accounts import (
     project_ensure_default,
     project_ensure_named,
@@ -139,3 +145,6 @@ def test_projects_visible_respects_token_scope_and_tenant(tenant_a, tenant_b) ->
     assert project_visible(principal=listed, project_id=tenant_a.project.pk).pk == tenant_a.project.pk
     with pytest.raises(NotFound):
         project_visible(principal=listed, project_id=second.pk)
+    assert visible_project_ids(principal=tenant_a.principal) == [tenant_a.project.pk, second.pk]
+    assert visible_project_ids(principal=tenant_a.project_principal) == [tenant_a.project.pk]
+    assert not {tenant_a.project.pk, second.pk} & set(visible_project_ids(principal=tenant_b.principal))
