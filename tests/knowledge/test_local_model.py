@@ -47,6 +47,16 @@ def test_the_file_is_built_once_per_directory_and_reused(tmp_path: Path, builds:
     assert local_model.model_file(again).read_bytes() == path.read_bytes()  # deterministic bytes
 
 
+def test_a_new_build_removes_the_files_earlier_builds_left(tmp_path: Path) -> None:
+    earlier = tmp_path / f"{local_model.BUILD_PREFIX}q8pc1-8199be6f699a395f-ort1.31.0.onnx"
+    unrelated = tmp_path / "notes.onnx"
+    for path in (earlier, unrelated):
+        path.write_bytes(b"not a model")
+    built = local_model.model_file(tmp_path)
+    assert built.exists() and not earlier.exists() and unrelated.exists()
+    assert local_model.model_file(tmp_path) == built and built.exists() and unrelated.exists()  # cached: no rebuild
+
+
 def test_an_unwritable_cache_falls_back_to_a_private_directory(tmp_path: Path, builds: list[Path]) -> None:
     blocked = tmp_path / "not-a-dir"
     blocked.write_text("a file where the cache directory should be")
