@@ -37,6 +37,11 @@ FTS_POSTINGS_BUDGET = 20000
 # A scope of at most this many rows is searched exactly: every distance computed (no HNSW walk) and every
 # full-text match scored (no candidate cap). One project's sessions or knowledge are usually this small.
 EXACT_ROWS = 10000
+# ... unless the scope is more than this many rows and at least `Fusion.walk_share` of the whole table: a walk of the
+# index then meets mostly rows of the scope and finds what reading every row finds, at a fraction of the cost (an
+# open over 10,000 knowledge rows, all of them the caller's, took 48 ms p50 exact and ... with the walk;
+# docs/benchmarks.md, issue 17, nineteenth pass). Small scopes stay exact: reading them is cheap.
+EXACT_FLOOR = 2000
 # BM25's term-frequency saturation (the customary 1.2).
 BM25_K1 = 1.2
 # BM25's length normalisation: 0 ignores length, 1 divides by relative length. 0.75 is BM25's customary
@@ -141,6 +146,10 @@ class Fusion:
     neighbours_far: float = 0.0
     neighbour_lexemes: int = 20  # both neighbour terms join only rows of at most this many distinct lexemes
     exact_rows: int = EXACT_ROWS  # scopes of at most this many rows are searched exactly (0: never)
+    exact_floor: int = EXACT_FLOOR  # scopes of at most this many rows are searched exactly whatever their share
+    # The share of the table above which a scope of more than `exact_floor` rows walks the index (0: never). Session
+    # search keeps its scopes exact (its lists are held to exact cosine and plain BM25, docs/benchmarks.md, issue 16).
+    walk_share: float = 0.5
     # Per-query list shares from score shape (`_weights_cte`). Session search turns it on; knowledge search
     # keeps fixed shares because its injection floor is calibrated on them (docs/benchmarks.md, issue 16).
     adaptive: bool = False

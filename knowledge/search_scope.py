@@ -16,6 +16,11 @@ if TYPE_CHECKING:
 # Session search's cap on full-text candidates of each kind (rare-term rows, whole-query rows) in a scope too large
 # to be searched exactly; each search takes its `Fusion.fts_scan_cap` (knowledge search's default is 200).
 FTS_SCAN_CAP = 500
+# The least cap of a scope of at most `Fusion.exact_rows` rows that walks the index for being most of the table.
+# Knowledge search's cap of 200 suits 100,000 rows; at 10,000 it lost the source rule from the 5 hits of 2 prompts of
+# 200 (`brain bench retrieval-scale`), which 500 kept at 8.0 against 7.9 ms p50 (docs/benchmarks.md, issue 17,
+# nineteenth pass).
+WALKED_SCAN_CAP = 500
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,14 @@ class Scoped:
 def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusion) -> Scoped:
     """The query's lexemes and the scope's size. A scope the statistics put well above `exact_rows` is not
     counted (its vector list will walk the index); a smaller one is counted, at most `exact_rows` + 1 rows (the
-    scope's own indexes, a few milliseconds)."""
+    scope's own indexes, a few milliseconds), and searched exactly unless it is most of the table (by the
+    statistics, then uncounted, or by its count)."""
     stats, limit = term_stats(table), fusion.exact_rows
     estimate = stats.scope_rows(scope.project_ids, unassigned=scope.unassigned)
-    counting = limit > 0 and estimate <= 4 * limit
+    # Counting reads every row of the scope (7 ms at 10,000 knowledge rows): not for one whose projects' own shares
+    # in the statistics already make it most of the table (an unlisted project's share is only an average).
+    walks = stats.listed(scope.project_ids) and _mostly_the_table(estimate, stats.rows, fusion)
+    counting = limit > 0 and estimate <= 4 * limit and not walks
     extra = (f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
              if counting else "NULL")
     cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s)), {extra}",
@@ -42,8 +51,15 @@ def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusio
     lexemes, counted = cursor.fetchone()
     if counted is None:
         return Scoped(stats, estimate, False, list(lexemes))
-    exact = counted <= limit
-    return Scoped(stats, float(counted) if exact else max(estimate, float(counted)), exact, list(lexemes))
+    if counted > limit:
+        return Scoped(stats, max(estimate, float(counted)), False, list(lexemes))
+    return Scoped(stats, float(counted), not _mostly_the_table(counted, stats.rows, fusion), list(lexemes))
+
+
+def _mostly_the_table(rows: float, table_rows: float, fusion: Fusion) -> bool:
+    """A scope above `exact_floor` rows that holds at least `walk_share` of the table (the statistics' row count):
+    the HNSW walk's filter passes most rows it meets, so the walk serves it as well as reading every row."""
+    return fusion.walk_share > 0 and rows > fusion.exact_floor and rows >= fusion.walk_share * table_rows
 
 
 def fts_terms(scoped: Scoped, fusion: Fusion) -> dict[str, Any]:
@@ -54,6 +70,8 @@ def fts_terms(scoped: Scoped, fusion: Fusion) -> dict[str, Any]:
     generating = lexemes if exact else generating_terms(lexemes, stats, fusion.fts_postings, rows)
     estimates = [0.0 if exact else stats.lexeme_share(lex) * rows for lex in lexemes]
     cap = max(fusion.exact_rows, fusion.fts_scan_cap) if exact else fusion.fts_scan_cap
+    if not exact and rows <= fusion.exact_rows:  # a scope that walks only for being most of the table
+        cap = max(cap, WALKED_SCAN_CAP)
     return {"lexemes": lexemes, "lex_df": estimates, "fts_cap": cap,
             "tsq_gen": " | ".join(map(_tsquery_lexeme, generating)) or None}
 

@@ -42,6 +42,11 @@ class TermStats:
         share = sum(self.project_share.get(str(p), self.other_project_share) for p in project_ids)
         return min(1.0, share + (self.null_project_share if unassigned else 0.0)) * self.rows
 
+    def listed(self, project_ids: Iterable[object]) -> bool:
+        """Whether every one of these projects has its own share in the statistics (not the average of the rest)."""
+        ids = [str(p) for p in project_ids]
+        return bool(ids) and all(p in self.project_share for p in ids)
+
     def lexeme_share(self, lexeme: str) -> float:
         return self.share.get(lexeme, self.unlisted_share)
 

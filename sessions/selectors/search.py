@@ -48,8 +48,9 @@ EVENT_RANK_CONSTANTS: dict[str, Any] = {"rrf_k": 1, "rrf_k_vector": 0}
 # docs/benchmarks.md, issue 16, eleventh and fourteenth steps).
 EVENT_NEIGHBOURS: dict[str, Any] = {"fts_neighbours": 0.5, "neighbours": 0.25, "neighbours_far": 0.2}
 # A large project's full-text pool keeps the wider cap and postings budget (knowledge search narrows both for the
-# open's latency).
-EVENT_POOL: dict[str, Any] = {"fts_scan_cap": FTS_SCAN_CAP, "fts_postings": FTS_POSTINGS_BUDGET}
+# open's latency), and every scope up to EXACT_ROWS is searched exactly, even one that is most of the table.
+EVENT_POOL: dict[str, Any] = {"fts_scan_cap": FTS_SCAN_CAP, "fts_postings": FTS_POSTINGS_BUDGET,
+                              "walk_share": 0.0}
 EVENT_ORDER = RowOrder(group="session_id", position="position")
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
 EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from django.db import connection
@@ -10,7 +11,7 @@ from django.db import connection
 from knowledge import term_stats
 from knowledge.models import KnowledgeItem
 from knowledge.search import FTS_POSTINGS_BUDGET, Fusion, hybrid_candidates
-from knowledge.search_scope import FTS_SCAN_CAP
+from knowledge.search_scope import FTS_SCAN_CAP, WALKED_SCAN_CAP, Scoped, fts_terms, scoped_read
 from knowledge.selectors.search import KNOWLEDGE_TABLE, fusion_from_settings, knowledge_scope, knowledge_search
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from knowledge.term_stats import TermStats, generating_terms
@@ -68,6 +69,40 @@ def test_statistics_come_from_the_table(tenant_a: Tenant, tenant_b: Tenant, anal
     assert stats.lexeme_share("deploy") > 0.9 > stats.lexeme_share("kubernet")
     assert stats.scope_rows([tenant_a.project.id], unassigned=False) == pytest.approx(121, abs=2)
     assert stats.scope_rows([tenant_b.project.id], unassigned=False) == pytest.approx(3, abs=2)
+
+
+def _scoped(tenant: Tenant, fusion: Fusion) -> Scoped:
+    with connection.cursor() as cursor:
+        return scoped_read(cursor, KNOWLEDGE_TABLE, knowledge_scope(principal=tenant.principal), "deploy", fusion)
+
+
+def test_a_scope_that_is_most_of_the_table_walks_the_index(tenant_a: Tenant, tenant_b: Tenant, analysed: None) -> None:
+    """Tenant A holds 121 of the table's 124 rows, tenant B 3. Above the floor, A's scope walks the index (its
+    statistics say so, so it is not even counted) and keeps a full-text pool of at least WALKED_SCAN_CAP; B's stays
+    exact; below the floor, or with the share off (session search), A's is exact too."""
+    walks = Fusion(exact_rows=1000, exact_floor=50, walk_share=0.5, fts_scan_cap=20)
+    mine, theirs = _scoped(tenant_a, walks), _scoped(tenant_b, walks)
+    assert not mine.exact and mine.rows == pytest.approx(121, abs=2)
+    assert fts_terms(mine, walks)["fts_cap"] == WALKED_SCAN_CAP
+    assert theirs.exact and theirs.rows == 3 and fts_terms(theirs, walks)["fts_cap"] == 1000
+    assert _scoped(tenant_a, replace(walks, exact_floor=200)).exact
+    assert _scoped(tenant_a, replace(walks, walk_share=0.0)).exact
+    assert not _scoped(tenant_a, replace(walks, exact_rows=100)).exact  # too large for exact at all: as before
+    assert fusion_from_settings().walk_share > 0 and event_fusion().walk_share == 0
+
+
+def test_a_scope_its_statistics_put_small_is_counted_and_its_count_decides(
+    tenant_a: Tenant, tenant_b: Tenant, analysed: None
+) -> None:
+    """After ANALYZE tenant B grows from 3 rows to 203: its share in the statistics still says 3, so the scope is
+    counted, and 203 is most of the 124 rows the statistics know: it walks. Tenant A's scope is unchanged."""
+    knowledge_create_many(owner=tenant_b.user, project=tenant_b.project,
+                          drafts=[KnowledgeDraft(f"Deploy worker {n} on friday", type="rule") for n in range(200)])
+    walks = Fusion(exact_rows=1000, exact_floor=50, walk_share=0.5)
+    theirs = _scoped(tenant_b, walks)
+    assert not theirs.exact and theirs.rows == 203
+    assert _scoped(tenant_b, replace(walks, exact_floor=250)).exact  # 203 rows: not above this floor
+    assert _scoped(tenant_a, walks).rows == pytest.approx(121, abs=2)
 
 
 def _fts_scored(tenant: Tenant, query: str, budget: int) -> dict[str, float]:
