@@ -39,8 +39,9 @@ FTS_POSTINGS_BUDGET = 20000
 EXACT_ROWS = 10000
 # ... unless the scope is more than this many rows and at least `Fusion.walk_share` of the whole table: a walk of the
 # index then meets mostly rows of the scope and finds what reading every row finds, at a fraction of the cost (an
-# open over 10,000 knowledge rows, all of them the caller's, took 48 ms p50 exact and ... with the walk;
-# docs/benchmarks.md, issue 17, nineteenth pass). Small scopes stay exact: reading them is cheap.
+# open over 10,000 knowledge rows, all of them the caller's, took 51 ms p50 exact and 16 with the walk, with the same
+# source rule in the 5 hits for 199 of 200 prompts; docs/benchmarks.md, issue 17, nineteenth pass). Small scopes stay
+# exact: reading them is cheap.
 EXACT_FLOOR = 2000
 # BM25's term-frequency saturation (the customary 1.2).
 BM25_K1 = 1.2

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 FTS_SCAN_CAP = 500
 # The least cap of a scope of at most `Fusion.exact_rows` rows that walks the index for being most of the table.
 # Knowledge search's cap of 200 suits 100,000 rows; at 10,000 it lost the source rule from the 5 hits of 2 prompts of
-# 200 (`brain bench retrieval-scale`), which 500 kept at 8.0 against 7.9 ms p50 (docs/benchmarks.md, issue 17,
+# 200 (`brain bench retrieval-scale`), which 500 kept, at 8.0 against 7.9 ms p50 (docs/benchmarks.md, issue 17,
 # nineteenth pass).
 WALKED_SCAN_CAP = 500
 
