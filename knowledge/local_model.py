@@ -167,9 +167,9 @@ def _agreement(plain: Path, fused: Path) -> float:
     import numpy as np
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    sessions = [inference_session(path, options) for path in (plain, fused)]
+    from knowledge.embeddings import session_options
+
+    sessions = [inference_session(path, session_options(ort, 1)) for path in (plain, fused)]
     lowest = 1.0
     for length in (3, 40, 256):
         ids = np.random.default_rng(length).integers(1000, 30000, size=(1, length), dtype=np.int64)

@@ -22,7 +22,9 @@ from typing import Any
 import onnx
 from onnx import NodeProto, helper, numpy_helper
 
-HEADS = 12  # all-MiniLM-L6-v2: 384 dimensions in 12 heads of 32
+from knowledge.embeddings import DIMENSIONS
+
+HEADS = 12  # all-MiniLM-L6-v2: its DIMENSIONS (384) in 12 heads of 32
 LAYERS = 6
 CONTRIB = "com.microsoft"
 # Between a projection (its bias Add) and the attention product, only the split into heads and the scale.
@@ -96,7 +98,7 @@ def _check_scale(graph: onnx.GraphProto, producers: dict[str, NodeProto], query:
     constants = {item.name: item for item in graph.initializer}
     scale = _expect(_producer(producers, query), "Mul")
     factor = next((constants[name] for name in scale.input if name in constants), None)
-    head_size = 384 // HEADS
+    head_size = DIMENSIONS // HEADS
     if factor is None or not math.isclose(float(numpy_helper.to_array(factor)) ** 2, head_size ** -0.5,
                                           rel_tol=1e-5):
         raise UnexpectedGraph("attention scale is not 1 / sqrt(head size)")
