@@ -130,6 +130,9 @@ def prepared_rows(name: str, sql: str, params: dict[str, Any]) -> list[tuple[Any
 # Applies to the implicit transaction of the one query string it starts (PostgreSQL runs a multi-statement
 # simple query as one transaction).
 ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
+# The same as an expression, for a statement that cannot be preceded by another (one with binary parameters): in a
+# FROM item it relaxes the commit of that statement's own autocommit transaction.
+ASYNC_COMMIT_CALL = "set_config('synchronous_commit', 'off', true)"
 
 
 def relaxed_prefix() -> str:

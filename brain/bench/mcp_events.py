@@ -1,18 +1,22 @@
 """`brain bench mcp --events N`: brain_log_event throughput over /mcp, each client writing to its own session.
 
 Every client opens a handshake-era MCP session and a brain session (brain_start_session without a prompt),
-then logs its share of N events back to back, as agents do (no `clientRequestId`: with one, each write also
-records its idempotency key). A write is never resent: one lost with its connection counts as an error.
+then logs its share of N events, as agents do (no `clientRequestId`: with one, each write also records its
+idempotency key): back to back, or paced to a total rate across the clients (`--rate`), the load a target such as
+"500 events a second" names. Each client writes its own texts. A write is never resent: one lost with its
+connection counts as an error.
 Afterwards each brain session is read back over the REST API (`GET /api/v1/sessions/{id}`): every acknowledged
 event must be stored. On the bench's own temporary brain it also times how long after the last write every event
-had its vector (the batcher embeds them off the request path, below the requests' priority), by counting the
-events still without one in that brain's database every 50 ms.
+had its vector (the batcher embeds them off the request path, below the requests' priority), and the longest any
+event waited for it: every 50 ms from the first write, one connection to that brain's database counts the events
+still without a vector and reads the age of the oldest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +28,7 @@ from brain.bench.lean_http import RESENT_ERRORS
 from brain.bench.mcp_load import bench_http, lean_connection, rpc_open, rpc_post, tool_ok
 
 LOG_TOOL = "brain_log_event"
+MODULES = ("billing", "search", "auth", "export", "checkout", "reports", "upload", "sync")
 
 
 def _call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -31,17 +36,26 @@ def _call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, An
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-async def _writer(http: httpx.AsyncClient, url: str, events: int, latencies: list[float],
-                  errors: list[str]) -> tuple[str, int]:
-    """(brain session id, events acknowledged) of one client."""
+def event_text(client: int, n: int) -> str:
+    """A short note of the kind agents log; no two clients share one (a batch of equal texts costs less)."""
+    module = MODULES[(client + n) % len(MODULES)]
+    return f"client {client} step {n}: ran the test suite, {n % 7} failures in the {module} module"
+
+
+async def _writer(http: httpx.AsyncClient, url: str, client: int, events: int, interval: float,
+                  latencies: list[float], errors: list[str]) -> tuple[str, int]:
+    """(brain session id, events acknowledged) of one client, which sends an event every `interval` seconds
+    (0: back to back); one behind its schedule sends at once."""
     headers = await rpc_open(http, url, modern=False)
     opened = await rpc_post(http, url, _call(0, "brain_start_session", {"clientType": "bench-events"}), headers)
     session_id = opened.json()["result"]["structuredContent"]["sessionId"]
     acknowledged = 0
     connection = lean_connection(http, url, headers)
+    begun = time.perf_counter()
     for n in range(events):
-        arguments = {"sessionId": session_id, "eventType": "note",
-                     "payload": {"text": f"step {n}: ran the test suite, 3 failures in the billing module"}}
+        if interval and (wait := begun + n * interval - time.perf_counter()) > 0:
+            await asyncio.sleep(wait)
+        arguments = {"sessionId": session_id, "eventType": "note", "payload": {"text": event_text(client, n)}}
         started = time.perf_counter()
         try:
             response = await connection.post(_call(n + 1, LOG_TOOL, arguments), resend=False)
@@ -67,8 +81,10 @@ async def _stored(http: httpx.AsyncClient, base: str, session_ids: list[str]) ->
     return total
 
 
-Pending = Callable[[], int]
+# (events without a vector, seconds the oldest of them has waited)
+Pending = Callable[[], tuple[int, float]]
 CATCH_UP_TIMEOUT_S = 300.0
+SAMPLE_S = 0.05
 
 
 def brain_database(data_dir: str) -> str:
@@ -79,20 +95,24 @@ def brain_database(data_dir: str) -> str:
 
 
 def vectors_pending(conninfo: str) -> Pending:
-    """Counts the events in the database at `conninfo` that still have no vector."""
+    """Asks the database at `conninfo` about the events that still have no vector, on one connection kept open
+    (a new one every 50 ms would cost the server a backend each time)."""
     import psycopg
 
-    def count() -> int:
-        with psycopg.connect(conninfo) as conn:
-            row = conn.execute("SELECT count(*) FROM agent_sessions_sessionevent "
-                               "WHERE embedding IS NULL AND content <> ''").fetchone()
-        return int(row[0]) if row else 0
-    return count
+    held: list[psycopg.Connection[Any]] = []
+
+    def ask() -> tuple[int, float]:
+        if not held:
+            held.append(psycopg.connect(conninfo, autocommit=True))
+        row = held[0].execute("SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0) "
+                              "FROM agent_sessions_sessionevent WHERE embedding IS NULL AND content <> ''").fetchone()
+        return (int(row[0]), float(row[1])) if row else (0, 0.0)
+    return ask
 
 
 def vector_watch(data_dir: str | None) -> Pending | None:
-    """What counts the events still without a vector in the temporary brain at `data_dir`; None when there is no
-    database to ask (a brain given by --url) or embeddings are off (no vector would ever come)."""
+    """What asks about the events still without a vector in the temporary brain at `data_dir`; None when there is
+    no database to ask (a brain given by --url) or embeddings are off (no vector would ever come)."""
     from knowledge.embeddings import settings_from_django
 
     if not data_dir or settings_from_django().provider == "none":
@@ -100,45 +120,74 @@ def vector_watch(data_dir: str | None) -> Pending | None:
     return vectors_pending(brain_database(data_dir))
 
 
-def _caught_up(pending: Pending | None, since: float) -> float | None:
-    """Seconds from `since` until no event lacks its vector (None without a database to ask, or on timeout)."""
-    if pending is None:
-        return None
-    while pending():
-        if time.perf_counter() - since > CATCH_UP_TIMEOUT_S:
-            return None
-        time.sleep(0.05)
-    return round(time.perf_counter() - since, 2)
+class LagWatch:
+    """Samples `pending` on its own thread from the first write: the longest any event has waited for its vector
+    and, once the writes are over, when the last one got it."""
+
+    def __init__(self, pending: Pending) -> None:
+        self.pending, self.longest = pending, 0.0
+        self.writes_ended: float | None = None
+        self.caught_up: float | None = None
+        self._thread = threading.Thread(target=self._sample, name="bench-lag", daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while True:
+            now = time.perf_counter()
+            waiting, oldest = self.pending()
+            self.longest = max(self.longest, oldest)
+            ended = self.writes_ended
+            if ended is not None and not waiting:
+                self.caught_up = max(0.0, now - ended)
+                return
+            if ended is not None and now - ended > CATCH_UP_TIMEOUT_S:
+                return
+            time.sleep(SAMPLE_S)
+
+    def finish(self, writes_ended: float) -> tuple[float | None, float]:
+        """(seconds from `writes_ended` until no event lacked its vector, None on timeout; the longest wait)."""
+        self.writes_ended = writes_ended
+        self._thread.join()
+        return (None if self.caught_up is None else round(self.caught_up, 2)), round(self.longest, 2)
 
 
-async def measure_events(base: str, token: str, *, clients: int, events: int,
+async def measure_events(base: str, token: str, *, clients: int, events: int, rate: float = 0.0,
                          pending: Pending | None = None) -> dict[str, Any]:
+    """`rate`: events a second across all clients (0: each client back to back)."""
     latencies: list[float] = []
     errors: list[str] = []
+    interval = clients / rate if rate else 0.0
     async with bench_http(token, clients) as http:
+        watch = LagWatch(pending) if pending else None
         started = time.perf_counter()
-        written = await asyncio.gather(*[_writer(http, f"{base}/mcp", events // clients, latencies, errors)
-                                         for _ in range(clients)])
+        written = await asyncio.gather(*[_writer(http, f"{base}/mcp", client, events // clients, interval,
+                                                 latencies, errors) for client in range(clients)])
         elapsed = time.perf_counter() - started
-        caught_up = _caught_up(pending, started + elapsed)
+        caught_up, longest = watch.finish(started + elapsed) if watch else (None, None)
         stored = await _stored(http, base, [session_id for session_id, _ in written])
     cuts = statistics.quantiles(latencies, n=100)
     return {"clients": clients, "events": len(latencies), "p50": round(cuts[49] * 1000, 2),
-            "p95": round(cuts[94] * 1000, 2), "rate": round(len(latencies) / elapsed, 1),
+            "p95": round(cuts[94] * 1000, 2), "rate": round(len(latencies) / elapsed, 1), "targetRate": rate or None,
             "acknowledged": sum(acked for _, acked in written), "stored": stored, "errors": len(errors),
-            "firstError": errors[0] if errors else None, "vectorsCaughtUpS": caught_up}
+            "firstError": errors[0] if errors else None, "vectorsCaughtUpS": caught_up, "vectorWaitMaxS": longest}
 
 
-def events_series(base: str, token: str, *, clients: list[int], events: int, quiet: bool,
+def events_series(base: str, token: str, *, clients: list[int], events: int, quiet: bool, rate: float = 0.0,
                   pending: Pending | None = None) -> list[dict[str, Any]]:
     rows = []
     for count in clients:
         asyncio.run(measure_events(base, token, clients=count, events=max(50, count * 10), pending=pending))  # warm-up
-        row = asyncio.run(measure_events(base, token, clients=count, events=events, pending=pending))
+        row = asyncio.run(measure_events(base, token, clients=count, events=events, rate=rate, pending=pending))
         rows.append(row)
         if not quiet:
-            lag = "" if row["vectorsCaughtUpS"] is None else f", every vector {row['vectorsCaughtUpS']} s after"
             print(f"  {count:>3} client(s): events={row['events']}  p50={row['p50']:.2f} ms  p95={row['p95']:.2f} ms"
-                  f"  {row['rate']:.0f} events/s  acknowledged {row['acknowledged']}, stored {row['stored']}{lag}",
-                  flush=True)
+                  f"  {row['rate']:.0f} events/s  acknowledged {row['acknowledged']}, stored {row['stored']}"
+                  f"{_lag_text(row)}", flush=True)
     return rows
+
+
+def _lag_text(row: dict[str, Any]) -> str:
+    if row["vectorWaitMaxS"] is None:
+        return ""
+    caught = "not within the timeout" if row["vectorsCaughtUpS"] is None else f"{row['vectorsCaughtUpS']} s after"
+    return f"; every vector {caught}, the longest wait {row['vectorWaitMaxS']} s"

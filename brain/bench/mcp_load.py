@@ -48,6 +48,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", type=int, default=0,
                         help="also measure brain_log_event: this many events per client count, each client "
                              "writing to its own session; every acknowledged event is checked stored")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="with --events: pace the writes to this many events a second across the clients "
+                             "(default: back to back)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -273,9 +276,10 @@ def _report(url: str, token: str, args: argparse.Namespace, data_dir: str = "") 
         from brain.bench.mcp_events import events_series, vector_watch
 
         if not args.json:
-            print(f"brain, handshake era, brain_log_event ({args.events} events per series):", flush=True)
+            paced = f", paced to {args.rate:g}/s" if args.rate else ""
+            print(f"brain, handshake era, brain_log_event ({args.events} events per series{paced}):", flush=True)
         report["events"] = events_series(url, token, clients=args.clients, events=args.events, quiet=args.json,
-                                         pending=vector_watch(data_dir))
+                                         rate=args.rate, pending=vector_watch(data_dir))
     report["loadAfter"] = os.getloadavg()
     if args.json:
         print(json.dumps(report, indent=2))
@@ -283,8 +287,8 @@ def _report(url: str, token: str, args: argparse.Namespace, data_dir: str = "") 
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.events < 0 or args.calls < 1:
-        print("brain bench mcp: --calls must be at least 1 and --events at least 0", file=sys.stderr)
+    if args.events < 0 or args.calls < 1 or args.rate < 0:
+        print("brain bench mcp: --calls must be at least 1, --events and --rate at least 0", file=sys.stderr)
         return 2
     if args.url:
         token = args.token or os.environ.get("BRAIN_MCP_TOKEN", "")

@@ -10,6 +10,7 @@ from django.db import connection, transaction
 
 from brain.errors import ValidationFailed
 from brain.logs import log_op
+from brain.sql_rows import ASYNC_COMMIT_CALL
 from brain.text import text_storable
 from knowledge.guard_models import (
     GUARD_ACTION_MAX,
@@ -79,7 +80,7 @@ def _decision_record(decision: GuardDecision) -> None:
     # One statement in its own (autocommit) transaction: set_config(..., true) makes just this commit asynchronous.
     columns = ", ".join(f'"{f.column}"' for f in fields)
     sql = (f'INSERT INTO "{GuardDecision._meta.db_table}" ({columns}) SELECT {", ".join(["%s"] * len(values))} '  # noqa: S608
-           "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit")
+           f"FROM (SELECT {ASYNC_COMMIT_CALL}) AS async_commit")
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
 

@@ -4,12 +4,14 @@ stored by reading the sessions back over the REST API."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
-from brain.bench.mcp_events import measure_events, vector_watch, vectors_pending
+from brain.bench.mcp_events import event_text, measure_events, vector_watch, vectors_pending
 from brain.cli import main
 from sessions.models import SessionEvent
 from tests.conftest import Tenant
@@ -32,11 +34,35 @@ def test_the_bench_times_how_long_until_every_event_has_its_vector(live_server: 
     pending = vectors_pending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
     row = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=2, events=20, pending=pending))
     assert row["acknowledged"] == 20 and row["vectorsCaughtUpS"] is not None and row["vectorsCaughtUpS"] >= 0
-    assert pending() == 0
+    assert row["vectorWaitMaxS"] is not None and row["vectorWaitMaxS"] >= 0
+    assert pending() == (0, 0.0)
     assert not SessionEvent.objects.filter(embedding__isnull=True, user=tenant_a.user).exclude(content="").exists()
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
     without = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=1, events=5))
-    assert without["vectorsCaughtUpS"] is None  # no database to ask (a brain given by --url)
+    assert without["vectorsCaughtUpS"] is None and without["vectorWaitMaxS"] is None  # a brain given by --url
+
+
+def test_an_event_waiting_for_its_vector_is_counted_with_its_age(live_server: Any, tenant_a: Tenant,
+                                                                 tenant_b: Tenant) -> None:
+    db = connection.settings_dict
+    pending = vectors_pending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
+    asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=1, events=3))
+    hour_ago = timezone.now() - timedelta(hours=1)
+    SessionEvent.objects.filter(user=tenant_a.user).update(embedding=None, created_at=hour_ago)
+    waiting, oldest = pending()
+    assert waiting == 3 and 3500 < oldest < 3700
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+
+
+def test_paced_writers_keep_to_the_rate_and_write_their_own_texts(live_server: Any, tenant_a: Tenant,
+                                                                  tenant_b: Tenant) -> None:
+    row = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=2, events=10, rate=50.0))
+    # Each client's 5 events are due 40 ms apart: the last 160 ms after the first, so never above 50 * 5/4 a second.
+    assert row["acknowledged"] == 10 and row["targetRate"] == 50.0 and row["rate"] <= 62.5
+    texts = list(SessionEvent.objects.filter(user=tenant_a.user, event_type="note").values_list("content", flat=True))
+    assert len(texts) == len(set(texts)) == 10
+    assert event_text(0, 0) in texts and event_text(1, 0) in texts
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
 
 
 def test_no_vector_is_waited_for_when_embeddings_are_off(tmp_path: Any) -> None:
@@ -51,4 +77,5 @@ def test_no_vector_is_waited_for_when_embeddings_are_off(tmp_path: Any) -> None:
 
 def test_negative_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "mcp", "--events", "-1"]) == 2
-    assert "--events at least 0" in capsys.readouterr().err
+    assert "--events and --rate at least 0" in capsys.readouterr().err
+    assert main(["bench", "mcp", "--events", "10", "--rate", "-5"]) == 2

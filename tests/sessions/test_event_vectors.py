@@ -125,6 +125,32 @@ def test_a_batch_of_vectors_is_stored_exactly_on_its_own_rows(client: Client, te
     assert untouched.embedding is None and untouched.embedding_model == ""
 
 
+def _synchronous_commit() -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return str(cursor.fetchone()[0])
+
+
+def test_a_vectors_relaxed_commit_leaves_other_writes_durable(client: Client, tenant_a, tenant_b) -> None:
+    """On its own the vectors' UPDATE commits without waiting for the WAL flush (the backfill redoes a lost one);
+    the setting ends with it, and inside a caller's transaction it is not taken at all."""
+    mcp_a = Mcp(client, tenant_a.user_raw)
+    sid = call_tool(mcp_a, "brain_start_session", {})["structuredContent"]["sessionId"]
+    ids = [_log(mcp_a, sid, f"index rebuilt in {n} minutes") for n in range(2)]
+    assert EVENT_BATCHER.flush(timeout=60)
+    SessionEvent.objects.filter(pk__in=ids).update(embedding=None, embedding_model="")
+    vectors = np.eye(2, DIMENSIONS, dtype=np.float32)
+    assert vectors_store(EVENTS, ids[:1], vectors[:1].tolist(), "test-model") == 1
+    assert _synchronous_commit() == "on"
+    with transaction.atomic():
+        assert vectors_store(EVENTS, ids[1:], vectors[1:].tolist(), "test-model") == 1
+        assert _synchronous_commit() == "on"  # the caller's other writes keep their durable commit
+    assert set(SessionEvent.objects.filter(pk__in=ids).values_list("embedding_model", flat=True)) == {"test-model"}
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+
+
 def test_an_open_stores_its_prompt_without_the_vector_and_the_batcher_adds_the_searchs(tenant_a, tenant_b) -> None:
     prompt = "tune the connection pool of the reporting service"
     with transaction.atomic():  # the batcher only hears of the row once this commits
