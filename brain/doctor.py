@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "check database, pgvector, broker, embedder and migrations"
+HELP = "check database, pgvector, broker, embedder, vectors and migrations"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults()
 
 
-def _check_embedder() -> tuple[bool, str]:
+def _check_named(setting: str, unset: str) -> tuple[bool, str]:
+    """The check a setting names by its import path (the apps above `brain` provide them), or `unset`."""
     from django.conf import settings
 
-    path = getattr(settings, "BRAIN_EMBEDDER_CHECK", None)
+    path = getattr(settings, setting, None)
     if not path:
-        return True, "not configured yet (full-text search only)"
+        return True, unset
     from django.utils.module_loading import import_string
 
     return import_string(path)()  # type: ignore[no-any-return]
@@ -29,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
         ("database", check_database()),
         ("pgvector", check_pgvector()),
         ("broker", check_broker()),
-        ("embedder", _check_embedder()),
+        ("embedder", _check_named("BRAIN_EMBEDDER_CHECK", "not configured yet (full-text search only)")),
+        ("vectors", _check_named("BRAIN_VECTORS_CHECK", "not configured")),
         ("migrations", check_migrations()),
     ]
     for name, (ok, detail) in checks:

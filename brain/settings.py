@@ -212,6 +212,7 @@ BRAIN_EMBEDDINGS_MAX_TOKENS = env_override("BRAIN_EMBEDDINGS_MAX_TOKENS", int)  
 # Where the local model's quantized file is built once and kept (knowledge/local_model.py); unset: DATA_DIR/models.
 BRAIN_EMBEDDINGS_MODEL_DIR = env_override("BRAIN_EMBEDDINGS_MODEL_DIR", Path)
 BRAIN_EMBEDDER_CHECK = "knowledge.embeddings.embedder_health"
+BRAIN_VECTORS_CHECK = "sessions.services.event_vectors.vectors_health"  # `brain doctor`: rows owed a vector
 # The semantic guard's warning threshold; unset: `brain guard calibrate`'s stored value, else 0.62 (docs/tools.md).
 BRAIN_GUARD_SEMANTIC_THRESHOLD = env_override("BRAIN_GUARD_SEMANTIC_THRESHOLD", float)
 BRAIN_RETRIEVAL = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from django.http import Http404, HttpRequest
@@ -40,13 +39,3 @@ def int_param(request: HttpRequest, name: str, default: int = 1) -> int:
         return default
 
 
-def human_duration(value: timedelta | None) -> str:
-    """A duration as people read it: 14 s, 5 min, 1 h 20 min; a dash when unknown."""
-    if value is None:
-        return "\u2013"
-    seconds = int(value.total_seconds())
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"

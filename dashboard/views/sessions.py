@@ -8,8 +8,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from brain.durations import human_duration
 from brain.errors import NotFound
-from dashboard.common import human_duration, int_param, page_context, principal_of, project_of
+from dashboard.common import int_param, page_context, principal_of, project_of
 from sessions.selectors.dashboard import session_clients, session_detail, sessions_list
 
 

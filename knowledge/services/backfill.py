@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import Count, Min, Q
+from django.utils import timezone
 
 from knowledge.embeddings import EmbeddingUnavailable, embed_texts
 from knowledge.services.vector_store import vectors_store
@@ -33,6 +34,25 @@ def stale(target: Target, model_name: str) -> models.QuerySet[Any]:
     if target.extra is not None:
         needs &= target.extra
     return target.model.objects.filter(needs)  # type: ignore[attr-defined,no-any-return]
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A table's rows without a vector of the current model."""
+
+    missing: int  # rows with no vector at all (found by full text only)
+    oldest_s: float | None  # how long the oldest of those has waited, in seconds
+    other_model: int  # rows with another model's vector (found by full text only until the backfill re-embeds them)
+
+
+def vectors_waiting(target: Target, model_name: str) -> Waiting:
+    """What the batchers and the backfill still owe `target`'s table, across every tenant (an operator's count)."""
+    missing = Q(embedding__isnull=True)
+    found = stale(target, model_name).aggregate(
+        stale=Count("pk"), missing=Count("pk", filter=missing), oldest=Min("created_at", filter=missing))
+    oldest = found["oldest"]
+    age = max(0.0, (timezone.now() - oldest).total_seconds()) if oldest is not None else None
+    return Waiting(missing=found["missing"], oldest_s=age, other_model=found["stale"] - found["missing"])
 
 
 def embeddings_backfill(

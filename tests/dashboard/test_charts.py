@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+from brain.durations import human_duration
 from dashboard import charts
-from dashboard.common import human_duration
 
 AXIS = charts.day_axis(3, date(2026, 11, 30))
 
