@@ -175,3 +175,26 @@ def test_a_decision_outside_a_transaction_is_stored_whole(tenant_a: Tenant, tena
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"  # only that one commit was asynchronous
     assert not GuardDecision.objects.filter(owner=tenant_b.user).exists()
+
+
+def test_a_scope_knows_whether_it_stores_a_forbidden_action(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """The check embeds the action only when the scope (the project, or the owner's project-less rows) stores a live
+    anti-principle; another tenant's, a superseded or a deleted one does not count."""
+    from django.utils import timezone
+
+    from knowledge.selectors.guard import scope_state
+
+    def stored(tenant: Tenant, project: bool = True) -> bool:
+        return scope_state(owner_id=tenant.user.id, project_id=tenant.project.id if project else None)[1]
+
+    draft = KnowledgeDraft(content="Never edit applied migrations", type="anti_principle", confidence=1.0)
+    in_project = knowledge_create(owner=tenant_b.user, project=tenant_b.project, draft=draft)
+    assert stored(tenant_b) and not stored(tenant_b, project=False) and not stored(tenant_a)
+    project_less = knowledge_create(owner=tenant_a.user, project=None, draft=draft)
+    assert stored(tenant_a) and stored(tenant_a, project=False) and not stored(tenant_b, project=False)
+    project_less.deleted_at = timezone.now()
+    project_less.save()
+    in_project.superseded_by = knowledge_create(
+        owner=tenant_b.user, project=tenant_b.project, draft=KnowledgeDraft(content="Keep migrations", confidence=1.0))
+    in_project.save()
+    assert not stored(tenant_a) and not stored(tenant_b)

@@ -18,6 +18,7 @@ def test_bench_cognibrain_runs_and_cleans_up(capsys: pytest.CaptureFixture[str],
     report = bench_report(cognibrain, ["--memories", "200", "--rules", "120", "--calls", "6", "--distinct", "20",
                                        "--json", "--corpus", str(small_corpus)], capsys)
     figures = report["figures"]
+    assert report["cached"] is True  # the loaded rows analysed and read into the cache, as a serving brain holds them
     assert set(figures) == {"context", "baseline_retrieve", "guard_10k_memories", "guard_10k_rules",
                             "guard_10k_rules_deterministic", "baseline_guard_no_rules", "outcome"}
     assert all(f["n"] == 6 and 0 <= f["p50_ms"] <= f["p95_ms"] for f in figures.values()), figures
