@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knowledge.selectors.search import KnowledgeHit, knowledge_search
-from knowledge.tokens import token_count
+from knowledge.tokens import token_counts
 from projects.scope import Principal
 from sessions.models import ApplicationRole, Session
 from sessions.services.open import applications_record
@@ -56,28 +56,26 @@ class Pack:
 
 def pack_render(hits: Sequence[KnowledgeHit], budget: int) -> Pack:
     """Lines in section order; an item that does not fit is skipped (a shorter later one may still fit).
-    WordPiece splits on whitespace, so the tokens of the joined text are the sum of its lines' tokens;
-    the whole text is counted again at the end all the same."""
+    WordPiece splits on whitespace first, so the tokens of the joined text are exactly the sum of its lines' tokens
+    (tests/sessions/test_cognibrain_sessions.py holds that), and the lines are counted in one call."""
+    placed = [(key, title, [(_line(h), str(h.id)) for h in hits if _section(h) == key]) for key, title in SECTIONS]
+    headers = [f"## {title}" for _, title, _ in placed]
+    counts = iter(token_counts([*headers, *(line for *_, lines in placed for line, _ in lines)]))
+    header_costs = [next(counts) for _ in headers]
     entries: list[tuple[str, str | None]] = []  # (line, knowledge id; None for a section header)
     used = 0
-    for key, title in SECTIONS:
-        header = f"## {title}"
-        header_cost, header_done = token_count(header), False
-        for hit in (h for h in hits if _section(h) == key):
-            line = _line(hit)
-            cost = token_count(line) + (0 if header_done else header_cost)
+    for header, header_cost, (_, _, lines) in zip(headers, header_costs, placed, strict=True):
+        header_done = False
+        for line, kid in lines:
+            cost = next(counts) + (0 if header_done else header_cost)
             if used + cost > budget:
                 continue
             if not header_done:
                 entries.append((header, None))
                 header_done = True
-            entries.append((line, str(hit.id)))
+            entries.append((line, kid))
             used += cost
-    text = "\n".join(line for line, _ in entries)
-    while entries and token_count(text) > budget:  # never above the budget, whatever the tokenizer does
-        entries.pop()
-        text = "\n".join(line for line, _ in entries)
-    return Pack(text, [kid for _, kid in entries if kid is not None], token_count(text))
+    return Pack("\n".join(line for line, _ in entries), [kid for _, kid in entries if kid is not None], used)
 
 
 def context_pack(*, principal: Principal, session: Session, task: str, budget: int) -> Pack:

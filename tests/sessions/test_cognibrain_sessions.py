@@ -12,8 +12,8 @@ from knowledge.models import KnowledgeItem
 from knowledge.nightly import NightlyScope
 from knowledge.selectors.guard import guard_check
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
-from knowledge.tokens import token_count
-from sessions.models import Session
+from knowledge.tokens import token_count, token_counts
+from sessions.models import ApplicationRole, Session, SessionKnowledgeApplication
 from sessions.services.cognibrain import outcome_record, stderr_similar
 from sessions.services.context_pack import context_pack
 from sessions.services.current import cognibrain_sessions_sweep, session_current
@@ -90,6 +90,30 @@ def test_token_count_never_above_budget(corpus: None, tenant_a: Tenant, budget: 
     order = ["Forbidden", "Procedures", "Previous", "Known", "Decisions", "Commands"]
     ranks = [next(i for i, o in enumerate(order) if h[3:].startswith(o)) for h in headers]
     assert ranks == sorted(ranks)
+
+
+def test_a_pack_records_each_item_once_per_session(corpus: None, tenant_a: Tenant, tenant_b: Tenant) -> None:
+    session = session_current(principal=tenant_a.principal)
+    first = context_pack(principal=tenant_a.principal, session=session, task="build the web app", budget=300)
+    again = context_pack(principal=tenant_a.principal, session=session, task="build the web app", budget=300)
+    assert first.ids and again.ids == first.ids
+    rows = SessionKnowledgeApplication.objects.filter(session=session)
+    assert sorted(str(k) for k in rows.values_list("knowledge_id", flat=True)) == sorted(first.ids)
+    assert set(rows.values_list("role", "outcome")) == {(ApplicationRole.INJECTED, None)}
+    assert all(r.created_at == r.updated_at and r.created_at <= timezone.now() for r in rows)
+    other = session_current(principal=tenant_b.principal)
+    assert context_pack(principal=tenant_b.principal, session=other, task="build the web app", budget=300).ids == []
+    assert not SessionKnowledgeApplication.objects.filter(session=other).exists()
+
+
+def test_lines_count_alone_what_they_count_joined() -> None:
+    """The pack counts each line once (memoised) and adds them up: that sum must be the joined text's own count."""
+    lines = ["## Forbidden actions and repo policies", "- Never run `rm -rf /` (taught by Zoë Ångström)",
+             "- 用 pnpm 安装依赖\uff0c不要用 npm", "- état: café—naïve façade… ok?!", "- emoji 🚀🔥 and tabs\tinside",
+             "- path/to/file.py:42 -> foo_bar(baz=1, qux='x')", "", "- ÅÄÖ ÀÉÎ ﬁ ligature and ½ fractions"]
+    counts = token_counts(lines)
+    assert counts == [token_count(line) for line in lines] == token_counts(lines)  # the memo answers the same
+    assert token_count("\n".join(lines)) == sum(counts) and counts[6] == 0
 
 
 def test_context_leaves_out_superseded_deleted_decayed_and_unverified(tenant_a: Tenant) -> None:
