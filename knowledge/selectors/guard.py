@@ -23,10 +23,12 @@ from pathlib import PurePosixPath
 from django.conf import settings
 from django.db import connection
 from django.db.models import Q
+from pgvector import Vector
 
+from brain.sql_rows import execute_prepared
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
 from knowledge.guard_models import GuardCalibration, GuardKind, GuardPattern, GuardRuleVersion, GuardSeverity
-from knowledge.models import REVIEW_HELD, KnowledgeItem, KnowledgeType, review_clear
+from knowledge.models import REVIEW_HELD, KnowledgeItem, KnowledgeType
 
 # Cosine similarity at or above which a stored forbidden action warns, until `brain guard calibrate` has
 # measured one for the embedding model in use (MiniLM: paraphrases of one instruction score ~0.65-0.9,
@@ -301,26 +303,36 @@ def semantic_threshold(model: str | None = None) -> float:
     return SEMANTIC_THRESHOLD if calibrated is None else calibrated
 
 
+@functools.cache
+def _nearest_forbidden_sql() -> str:
+    """The scope's three live forbidden actions nearest to a vector, written once (building the ORM query took 1.5 ms
+    of a 2 ms check, the statement 0.4; docs/benchmarks.md, twentieth pass). The scope is `scope_state`'s."""
+    items = KnowledgeItem._meta.db_table
+    # The table name comes from the model; every value is a parameter.
+    return (f"SELECT id, content, embedding <=> %(vector)s::vector AS distance FROM {items} "  # noqa: S608
+            "WHERE type = %(anti)s AND deleted_at IS NULL AND superseded_by_id IS NULL "
+            "AND NOT (review_status = ANY(%(held)s)) AND embedding_model = %(model)s "
+            "AND (project_id = ANY(%(projects)s) OR (owner_id = %(owner)s AND project_id IS NULL)) "
+            "ORDER BY distance LIMIT 3")
+
+
 def semantic_warnings(*, owner_id: uuid.UUID, project_ids: Sequence[uuid.UUID], action: str,
-                      skip: set[str], known_present: bool = False) -> list[tuple[str, str]]:
-    """(id, warning) for stored forbidden actions close in meaning to `action`; empty when embeddings are off.
-    `known_present`: the caller already saw that the scope stores some (scope_state)."""
-    scope = Q(project_id__in=list(project_ids)) | Q(owner_id=owner_id, project__isnull=True)
-    forbidden = KnowledgeItem.objects.filter(scope, review_clear(), type=KnowledgeType.ANTI_PRINCIPLE,
-                                             deleted_at__isnull=True, superseded_by__isnull=True)
-    if not known_present and not forbidden.exists():  # nothing to compare with: skip embedding the action
-        return []
+                      skip: set[str]) -> list[tuple[str, str]]:
+    """(id, warning) for stored forbidden actions close in meaning to `action`; empty when embeddings are off. The
+    caller asks only for a scope that stores some (`scope_state`): embedding the action is most of a check's cost."""
     try:
         vector, model = embed_query(action)
     except EmbeddingUnavailable:
         return []
-    from pgvector.django import CosineDistance
-
-    rows = (forbidden.filter(embedding_model=model)
-            .annotate(distance=CosineDistance("embedding", vector)).order_by("distance")[:3])
+    params = {"vector": Vector(vector).to_text(), "anti": KnowledgeType.ANTI_PRINCIPLE.value, "held": list(REVIEW_HELD),
+              "model": model, "projects": list(project_ids), "owner": owner_id}
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, "brain_nearest_forbidden", _nearest_forbidden_sql(), params)
+        rows = cursor.fetchall()
     limit = 1.0 - semantic_threshold(model)
-    return [(str(r.id), f"Close to a stored forbidden action: {' '.join(r.content.split())} (knowledge {r.id}, "
-             f"similarity {1 - r.distance:.2f})") for r in rows if r.distance <= limit and str(r.id) not in skip]
+    return [(str(rid), f"Close to a stored forbidden action: {' '.join(content.split())} (knowledge {rid}, "
+             f"similarity {1 - distance:.2f})") for rid, content, distance in rows
+            if distance <= limit and str(rid) not in skip]
 
 
 def guard_check(*, owner_id: uuid.UUID, project_id: uuid.UUID | None, action: str,
@@ -331,7 +343,7 @@ def guard_check(*, owner_id: uuid.UUID, project_id: uuid.UUID | None, action: st
     if semantic and forbidden_stored:  # none stored: skip embedding the action (most of a check's cost)
         projects = [project_id] if project_id else []
         for rid, warning in semantic_warnings(owner_id=owner_id, project_ids=projects, action=parsed.text,
-                                              skip=set(verdict.rule_ids), known_present=True):
+                                              skip=set(verdict.rule_ids)):
             verdict.rule_ids.append(rid)
             verdict.warnings.append(warning)
     return verdict

@@ -198,3 +198,25 @@ def test_a_scope_knows_whether_it_stores_a_forbidden_action(tenant_a: Tenant, te
         owner=tenant_b.user, project=tenant_b.project, draft=KnowledgeDraft(content="Keep migrations", confidence=1.0))
     in_project.save()
     assert not stored(tenant_a) and not stored(tenant_b)
+
+
+def test_semantic_warnings_compare_only_the_scopes_live_forbidden_actions(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    from knowledge.models import KnowledgeItem
+
+    text = "Do not run database migrations against production by hand"
+    action = "run the database migrations on production manually"
+    live = knowledge_create(owner=tenant_a.user, project=None, draft=KnowledgeDraft(
+        content=text, type="anti_principle", confidence=1.0))
+    knowledge_create(owner=tenant_b.user, project=tenant_b.project, draft=KnowledgeDraft(
+        content=text, type="anti_principle", confidence=1.0))
+
+    def warned() -> list[str]:
+        return guard_check(owner_id=tenant_a.user.id, project_id=tenant_a.project.id, action=action).rule_ids
+
+    assert warned() == [str(live.id)]  # the owner's project-less rule applies in every project of theirs
+    for held in ({"review_status": "pending"}, {"embedding_model": "another-model"}, {"deleted_at": live.created_at}):
+        KnowledgeItem.objects.filter(id=live.id).update(**held)
+        assert warned() == [], held
+        KnowledgeItem.objects.filter(id=live.id).update(
+            review_status=live.review_status, embedding_model=live.embedding_model, deleted_at=None)
+    assert warned() == [str(live.id)]
