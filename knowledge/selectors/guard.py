@@ -130,10 +130,14 @@ def guard_scope_filter(*, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> 
     return (Q(knowledge__project_id=project_id) | mine if project_id else mine) & live
 
 
+# A stored forbidden action that counts: live, clear of review (its parameters: `anti`, `held`).
+_LIVE_FORBIDDEN = ("type = %(anti)s AND deleted_at IS NULL AND superseded_by_id IS NULL "
+                   "AND NOT (review_status = ANY(%(held)s))")
+
+
 @functools.cache
 def _state_sql() -> str:
-    versions, items = GuardRuleVersion._meta.db_table, KnowledgeItem._meta.db_table
-    live = "type = %(anti)s AND deleted_at IS NULL AND superseded_by_id IS NULL AND NOT (review_status = ANY(%(held)s))"
+    versions, items, live = GuardRuleVersion._meta.db_table, KnowledgeItem._meta.db_table, _LIVE_FORBIDDEN
     # One EXISTS per half of the scope, each an exact lookup in its own index ((project, type), (owner, project,
     # type)). Their OR in one EXISTS was planned, once the table had statistics, as a walk of every anti-principle of
     # every tenant filtered row by row (2.6 ms at 1,400 of them, on every check; docs/benchmarks.md, twentieth pass).
@@ -305,13 +309,12 @@ def semantic_threshold(model: str | None = None) -> float:
 
 @functools.cache
 def _nearest_forbidden_sql() -> str:
-    """The scope's three live forbidden actions nearest to a vector, written once (building the ORM query took 1.5 ms
-    of a 2 ms check, the statement 0.4; docs/benchmarks.md, twentieth pass). The scope is `scope_state`'s."""
+    """The scope's three live forbidden actions nearest to a vector, written once (the ORM built it in 1.5 ms of a
+    2.4 ms step, PostgreSQL ran it in 0.4; docs/benchmarks.md, twentieth pass). The scope is `scope_state`'s."""
     items = KnowledgeItem._meta.db_table
     # The table name comes from the model; every value is a parameter.
     return (f"SELECT id, content, embedding <=> %(vector)s::vector AS distance FROM {items} "  # noqa: S608
-            "WHERE type = %(anti)s AND deleted_at IS NULL AND superseded_by_id IS NULL "
-            "AND NOT (review_status = ANY(%(held)s)) AND embedding_model = %(model)s "
+            f"WHERE {_LIVE_FORBIDDEN} AND embedding_model = %(model)s "
             "AND (project_id = ANY(%(projects)s) OR (owner_id = %(owner)s AND project_id IS NULL)) "
             "ORDER BY distance LIMIT 3")
 
