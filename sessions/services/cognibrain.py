@@ -100,7 +100,8 @@ def outcome_record(*, session: Session, command: str, exit_code: int, stderr: st
     payload = {"kind": "command_outcome", "command": command, "exitCode": exit_code, "stderr": stderr[-STDERR_KEEP:]}
     with transaction.atomic():
         event = session_event_log(session=session, event_type="error" if failed else "tool_use",
-                                  content=f"{command} {stderr[-500:]}".strip(), payload=payload)
+                                  content=f"{command} {stderr[-500:]}".strip(), payload=payload,
+                                  defer_vectors=event_vectors_deferred())
         memory = _learn_failure(session, event, command, stderr) if failed else None
         solved = None if failed else _learn_success(session, command)
     log_op(logger, "cognibrain.outcome", failed=failed, learned=bool(memory), alternative=bool(solved))
@@ -233,4 +234,4 @@ def patch_evidence_record(
     payload = {"kind": "patch_evidence", "task": task[:2000], "files": [f[:500] for f in files],
                "commands": [c[:1000] for c in commands], "memoriesUsed": used}
     return session_event_log(session=session, event_type="note", content=f"{task[:2000]} {' '.join(files)[:2000]}",
-                              payload=payload)
+                              payload=payload, defer_vectors=event_vectors_deferred())

@@ -175,3 +175,21 @@ def test_the_batchers_take_a_vector_a_request_already_computed(tenant_a, tenant_
     assert model == name and vectors[0] == marker
     assert np.allclose(vectors[1], embed_query("not embedded yet")[0], atol=1e-5)
     assert not SessionEvent.objects.filter(user__in=[tenant_a.user, tenant_b.user]).exists()
+
+
+def test_cognibrain_outcomes_and_evidence_do_not_wait_for_the_model(tenant_a, tenant_b) -> None:
+    """Their events commit with their full text; the vector follows from the batcher, as for brain_log_event."""
+    from projects.scope import Principal
+    from sessions.services.cognibrain import outcome_record, patch_evidence_record
+    from sessions.services.current import session_current
+
+    session = session_current(principal=Principal(user=tenant_a.user))
+    with transaction.atomic():  # the batcher only hears of the rows once this commits
+        outcome = outcome_record(session=session, command="pnpm run lint", exit_code=1, stderr="3 errors").event
+        evidence = patch_evidence_record(session=session, task="fix the lint errors", files=["src/app.ts"],
+                                         commands=["pnpm run lint"])
+        rows = SessionEvent.objects.filter(pk__in=[outcome.pk, evidence.pk])
+        assert rows.count() == 2 and not rows.filter(embedding__isnull=False).exists()
+    assert EVENT_BATCHER.flush(timeout=60)
+    assert not SessionEvent.objects.filter(pk__in=[outcome.pk, evidence.pk], embedding__isnull=True).exists()
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
