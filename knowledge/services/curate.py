@@ -29,6 +29,7 @@ from knowledge.models import (
     ReviewStatus,
 )
 from knowledge.services.create import KnowledgeDraft, embed_or_none, knowledge_create, knowledge_embedding_text
+from knowledge.services.knowledge_vectors import KNOWLEDGE_BATCHER, knowledge_vectors_deferred
 from knowledge.services.review import review_status_for
 from projects.models import AuditAction, Membership, User
 from projects.scope import Principal
@@ -82,12 +83,14 @@ def knowledge_edit(
     *, principal: Principal, item_id: uuid.UUID | str, content: str, trigger: str, rationale: str,
     type: str, tags: Sequence[str], confidence: float,
 ) -> KnowledgeItem:
-    """Fixes a live row in place (a typo, a tag); re-embeds it when its text changed."""
+    """Fixes a live row in place (a typo, a tag); re-embeds it when its text changed, after the commit in the
+    batcher's thread (BRAIN_KNOWLEDGE_VECTORS=inline: before the update), as a taught rule is."""
     text_storable(rule=content, trigger=trigger, rationale=rationale, type=type, tags=list(tags))
     _check(content, type, confidence)
     clean_tags = _clean_tags(tags)
-    vectors, model = embed_or_none([knowledge_embedding_text(trigger=trigger, content=content)],
-                                   op="knowledge.embed_failed")
+    deferred = knowledge_vectors_deferred()
+    vectors, model = (None, "") if deferred else embed_or_none(
+        [knowledge_embedding_text(trigger=trigger, content=content)], op="knowledge.embed_failed")
     with transaction.atomic():
         item = _editable(principal, item_id)
         if item.deleted_at or item.superseded_by_id:
@@ -99,6 +102,8 @@ def knowledge_edit(
             item.embedding, item.embedding_model = (vectors[0], model) if vectors else (None, "")
             _review_again(principal, item)
         item.save()
+        if text_changed and deferred:
+            KNOWLEDGE_BATCHER.submit_after_commit([item.pk])
     log_op(logger, "knowledge.edit", id=str(item.id)[:8], reembedded=text_changed)
     return item
 
