@@ -6,6 +6,8 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models import F, Q
+from django.db.models.fields.json import KeyTransform
 from pgvector.django import HnswIndex, VectorField
 
 from brain.models import TimestampedModel
@@ -94,6 +96,12 @@ class SessionEvent(TimestampedModel):
             models.Index(fields=["session", "occurred_at"], name="event_session_occurred"),
             models.Index(fields=["session", "position"], name="event_session_position"),
             models.Index(fields=["user", "project"], name="event_user_project"),
+            # A failing command's earlier failures (cognibrain_outcome looks them up on every failure): only failed
+            # command outcomes are in it, so another event's insert pays for the predicate alone. Without it the
+            # lookup scanned the table (19.5 ms at 76,000 events; docs/benchmarks.md, twentieth pass).
+            models.Index(F("user"), F("project"), KeyTransform("command", "payload"), F("occurred_at").desc(),
+                         name="event_failed_command",
+                         condition=Q(event_type="error", payload__kind="command_outcome")),
             GinIndex(fields=["search_vector"], name="event_search_gin"),
             HnswIndex(
                 name="event_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
