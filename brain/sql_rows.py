@@ -142,6 +142,13 @@ def relaxed_prefix() -> str:
     return "" if connection.in_atomic_block else f"{ASYNC_COMMIT}; "
 
 
+def relaxed_from_item() -> str:
+    """`relaxed_prefix` for a statement that must stand alone (binary parameters): a FROM item to append after the
+    statement's own ones (a vector, which the backfill computes again if a crash loses it). Empty inside an
+    enclosing transaction."""
+    return "" if connection.in_atomic_block else f", (SELECT {ASYNC_COMMIT_CALL}) AS relaxed_commit"
+
+
 def _insert_sql(group: Sequence[Model], start: int, params: dict[str, Any]) -> str:
     """One INSERT of `group` (instances of one model) as a multi-row VALUES; fills `params` under unique names."""
     meta = group[0]._meta

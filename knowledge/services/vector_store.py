@@ -21,7 +21,7 @@ from django.db import connection
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
-from brain.sql_rows import ASYNC_COMMIT_CALL
+from brain.sql_rows import relaxed_from_item
 
 if TYPE_CHECKING:  # backfill stores its vectors here
     from knowledge.services.backfill import Target
@@ -58,13 +58,11 @@ def vectors_store(target: Target, ids: Sequence[Any], vectors: Sequence[Sequence
         return 0
     flat = np.asarray(vectors, dtype=np.float32)
     table = target.model._meta.db_table
-    # A vector can always be computed again (the backfill embeds every row left without one), so outside a
-    # caller's transaction the commit does not wait for the WAL flush: a database crash loses at most the last
-    # fraction of a second of vectors, never a row.
-    relaxed = "" if connection.in_atomic_block else f", (SELECT {ASYNC_COMMIT_CALL}) AS relaxed"
+    # A vector can always be computed again (the backfill embeds every row left without one), so the commit does not
+    # wait for the WAL flush: a database crash loses at most the last fraction of a second of vectors, never a row.
     sql = f"""UPDATE "{table}" AS t
         SET embedding = ((%(flat)b)[(v.n - 1) * %(dim)s + 1 : v.n * %(dim)s])::vector, embedding_model = %(model)s
-        FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS v(id, n){relaxed} WHERE t.id = v.id"""  # noqa: S608 - model's table
+        FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS v(id, n){relaxed_from_item()} WHERE t.id = v.id"""  # noqa: S608 - model's table
     connection.ensure_connection()
     # Django's cursors bind values into the query text; a binary parameter needs PostgreSQL to bind it.
     with psycopg.Cursor(connection.connection) as cursor:
