@@ -94,23 +94,36 @@ def brain_database(data_dir: str) -> str:
     return server_for(Path(data_dir) / "pg").url()
 
 
-def vectors_pending(conninfo: str) -> Pending:
+class VectorsPending:
     """Asks the database at `conninfo` about the events that still have no vector, on one connection kept open
-    (a new one every 50 ms would cost the server a backend each time)."""
-    import psycopg
+    between questions (a new one every 50 ms would cost the server a backend each time) until `close`."""
 
-    held: list[psycopg.Connection[Any]] = []
+    SQL = ("SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0) "
+           "FROM agent_sessions_sessionevent WHERE embedding IS NULL AND content <> ''")
 
-    def ask() -> tuple[int, float]:
-        if not held:
-            held.append(psycopg.connect(conninfo, autocommit=True))
-        row = held[0].execute("SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0) "
-                              "FROM agent_sessions_sessionevent WHERE embedding IS NULL AND content <> ''").fetchone()
+    def __init__(self, conninfo: str) -> None:
+        self.conninfo = conninfo
+        self.connection: Any = None
+
+    def __call__(self) -> tuple[int, float]:
+        import psycopg
+
+        if self.connection is None:
+            self.connection = psycopg.connect(self.conninfo, autocommit=True)
+        row = self.connection.execute(self.SQL).fetchone()
         return (int(row[0]), float(row[1])) if row else (0, 0.0)
-    return ask
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
 
 
-def vector_watch(data_dir: str | None) -> Pending | None:
+def vectors_pending(conninfo: str) -> VectorsPending:
+    return VectorsPending(conninfo)
+
+
+def vector_watch(data_dir: str | None) -> VectorsPending | None:
     """What asks about the events still without a vector in the temporary brain at `data_dir`; None when there is
     no database to ask (a brain given by --url) or embeddings are off (no vector would ever come)."""
     from knowledge.embeddings import settings_from_django

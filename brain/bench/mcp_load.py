@@ -278,8 +278,13 @@ def _report(url: str, token: str, args: argparse.Namespace, data_dir: str = "") 
         if not args.json:
             paced = f", paced to {args.rate:g}/s" if args.rate else ""
             print(f"brain, handshake era, brain_log_event ({args.events} events per series{paced}):", flush=True)
-        report["events"] = events_series(url, token, clients=args.clients, events=args.events, quiet=args.json,
-                                         rate=args.rate, pending=vector_watch(data_dir))
+        pending = vector_watch(data_dir)
+        try:
+            report["events"] = events_series(url, token, clients=args.clients, events=args.events, quiet=args.json,
+                                             rate=args.rate, pending=pending)
+        finally:
+            if pending is not None:  # its connection would otherwise hold a backend until the process exits
+                pending.close()
     report["loadAfter"] = os.getloadavg()
     if args.json:
         print(json.dumps(report, indent=2))

@@ -4,6 +4,7 @@ stored by reading the sessions back over the REST API."""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -36,6 +37,7 @@ def test_the_bench_times_how_long_until_every_event_has_its_vector(live_server: 
     assert row["acknowledged"] == 20 and row["vectorsCaughtUpS"] is not None and row["vectorsCaughtUpS"] >= 0
     assert row["vectorWaitMaxS"] is not None and row["vectorWaitMaxS"] >= 0
     assert pending() == (0, 0.0)
+    pending.close()
     assert not SessionEvent.objects.filter(embedding__isnull=True, user=tenant_a.user).exclude(content="").exists()
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
     without = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=1, events=5))
@@ -52,6 +54,22 @@ def test_an_event_waiting_for_its_vector_is_counted_with_its_age(live_server: An
     waiting, oldest = pending()
     assert waiting == 3 and 3500 < oldest < 3700
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+    backend = pending.connection.info.backend_pid
+    pending.close()
+    assert _backend_gone(backend)  # the server no longer holds the poller's backend
+    assert pending() == (3, pytest.approx(oldest, abs=60))  # asked again, it connects again
+    pending.close()
+
+
+def _backend_gone(pid: int) -> bool:
+    """Whether the server's backend `pid` has exited (it does so a moment after its client hangs up)."""
+    for _ in range(100):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+            if cursor.fetchone() == (0,):
+                return True
+        time.sleep(0.05)
+    return False
 
 
 def test_paced_writers_keep_to_the_rate_and_write_their_own_texts(live_server: Any, tenant_a: Tenant,
