@@ -14,13 +14,13 @@ import json
 import random
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from brain.bench.bench_users import bench_user
 from brain.bench.lme import percentile
 from brain.bench.scale import DEFAULT_CORPUS, _load, cache_warm, rules_of
 
@@ -107,19 +107,18 @@ def _measure(args: argparse.Namespace, ctx: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _setup(args: argparse.Namespace) -> dict[str, Any]:
+def _setup(args: argparse.Namespace, user: Any) -> dict[str, Any]:
     from django.db import connection
 
     from knowledge.embeddings import embed_texts
     from projects.scope import Principal
-    from projects.services.accounts import project_ensure_named, user_create
+    from projects.services.accounts import project_ensure_named
 
     rules = rules_of(args.corpus)
     random.Random(args.seed).shuffle(rules)
     rules = rules[: args.distinct]
     print(f"embedding {len(rules)} rule texts ...", file=sys.stderr)
     vectors, model = embed_texts(rules)
-    user = user_create(email=f"cognibrain-{uuid.uuid4().hex[:10]}@bench.invalid")
     memories, _ = project_ensure_named(user=user, name="bench/memories")
     guards, _ = project_ensure_named(user=user, name="bench/guards")
     empty, _ = project_ensure_named(user=user, name="bench/empty")
@@ -140,20 +139,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.corpus.is_file() or min(args.memories, args.rules, args.calls) <= 0:
         print(f"brain: need --corpus FILE (got {args.corpus}) and positive sizes", file=sys.stderr)
         return 2
-    ctx = _setup(args)
-    try:
+    with bench_user("cognibrain") as user:
+        ctx = _setup(args, user)
         figures = _measure(args, ctx)
-    finally:
-        from django.db import connection
-
-        from sessions.models import Session
-
-        Session.objects.filter(user=ctx["user"]).delete()  # events and applications first
-        owned = "SELECT id FROM knowledge_knowledgeitem WHERE owner_id = %s"
-        with connection.cursor() as cursor:  # the ORM cascade would walk every row one by one
-            cursor.execute(f"DELETE FROM knowledge_guardpattern WHERE knowledge_id IN ({owned})", [ctx["user"].id])
-            cursor.execute("DELETE FROM knowledge_knowledgeitem WHERE owner_id = %s", [ctx["user"].id])
-        ctx["user"].delete()
     report = {"memories": args.memories, "rules": args.rules, "calls": args.calls, "cached": ctx["cached"],
               "figures": figures}
     print(json.dumps(report, indent=2) if args.json else render(report))

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from brain.bench.bench_users import bench_user
 from brain.bench.lme import percentile
 
 HELP = "measure knowledge-search latency and index build time at growing table sizes"
@@ -181,7 +182,7 @@ def _restore_indexes() -> None:
 def run(args: argparse.Namespace) -> int:
     from knowledge.embeddings import embed_texts
     from projects.scope import Principal
-    from projects.services.accounts import project_ensure_named, user_create
+    from projects.services.accounts import project_ensure_named
 
     sizes = [int(s) for s in str(args.items).split(",") if s.strip()]
     if not args.corpus.is_file() or not sizes or min(sizes) <= 0:
@@ -195,21 +196,17 @@ def run(args: argparse.Namespace) -> int:
     vectors, model = embed_texts(rules)
     embed_s = time.perf_counter() - start
     queries = [(" ".join(r.split()[:10]), r) for r in shuffle.sample(rules, min(args.queries, len(rules)))]
-    user = user_create(email=f"scale-{uuid.uuid4().hex[:10]}@bench.invalid")
-    project, _ = project_ensure_named(user=user, name="retrieval scale")
-    ctx = {"user": user, "project": project, "principal": Principal(user=user), "rules": rules,
-           "vectors": np.array(vectors, dtype=np.float32), "model": model, "queries": queries, "seed": args.seed}
     results = []
     try:
-        for size in sizes:
-            results.append(_measure_size(size, ctx))
-            print(f"measured {size} items", file=sys.stderr)
+        with bench_user("scale") as user:
+            project, _ = project_ensure_named(user=user, name="retrieval scale")
+            ctx = {"user": user, "project": project, "principal": Principal(user=user), "rules": rules,
+                   "vectors": np.array(vectors, dtype=np.float32), "model": model, "queries": queries,
+                   "seed": args.seed}
+            for size in sizes:
+                results.append(_measure_size(size, ctx))
+                print(f"measured {size} items", file=sys.stderr)
     finally:
-        from django.db import connection
-
-        with connection.cursor() as cursor:  # fast path: the ORM cascade would walk 100k rows one by one
-            cursor.execute("DELETE FROM knowledge_knowledgeitem WHERE owner_id = %s", [user.id])
-        user.delete()
         _restore_indexes()
     report = {"rules": len(rules), "rules_embedded_per_s": round(len(rules) / embed_s, 1), "model": model,
               "queries": len(queries), "sizes": results}

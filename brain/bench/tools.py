@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from brain.bench.bench_users import bench_user
 from brain.bench.lean_http import LeanConnection
 from brain.bench.lme import percentile
 from brain.bench.mcp_load import bench_http, free_port, lean_connection, rpc_open, stop_process, wait_ready
@@ -204,7 +204,7 @@ def _drive(url: str, args: argparse.Namespace, clients: int, raw: str,
 
 
 def run(args: argparse.Namespace) -> int:
-    from projects.services.accounts import project_ensure_named, token_create, user_create
+    from projects.services.accounts import project_ensure_named, token_create
 
     if not args.corpus.is_file() or args.items < 0 or args.rounds < 1:
         print(f"brain: need --corpus FILE (got {args.corpus}), --items >= 0, --clients and --rounds >= 1",
@@ -213,20 +213,19 @@ def run(args: argparse.Namespace) -> int:
     rules = rules_of(args.corpus)
     random.Random(args.seed).shuffle(rules)
     rules = rules[: max(1, args.rules)]
-    user = user_create(email=f"tools-{uuid.uuid4().hex[:10]}@bench.invalid")
-    project, _ = project_ensure_named(user=user, name="tools bench")
-    _, raw = token_create(user=user, label="bench")
     logging.disable(logging.INFO)  # one op= line per call would drown the figures
     try:
-        setup = _load_rows(user, project, rules, args.items, args.seed)
-        print(f"loaded {args.items} knowledge rows {setup}", file=sys.stderr)
-        runs: list[dict[str, Any]] = []
-        with product_server(args.web_workers) as url:
-            for clients in args.clients:
-                runs.append(_run(url, args, clients, raw, rules, user.id, runs))
+        with bench_user("tools") as user:
+            project, _ = project_ensure_named(user=user, name="tools bench")
+            _, raw = token_create(user=user, label="bench")
+            setup = _load_rows(user, project, rules, args.items, args.seed)
+            print(f"loaded {args.items} knowledge rows {setup}", file=sys.stderr)
+            runs: list[dict[str, Any]] = []
+            with product_server(args.web_workers) as url:
+                for clients in args.clients:
+                    runs.append(_run(url, args, clients, raw, rules, user.id, runs))
     finally:
         logging.disable(logging.NOTSET)
-        user.delete()
         _restore_indexes()
     report = {"items": args.items, "rounds": args.rounds, "server": f"granian, {args.web_workers} workers",
               "setup": setup, "load": os.getloadavg(), "runs": runs}

@@ -66,6 +66,8 @@ def test_bench_retrieval_scale_measures_each_size_against_the_baseline(
         small_corpus: Path, capsys: pytest.CaptureFixture[str], tenant_b: Tenant) -> None:
     mine = KnowledgeItem.objects.create(owner=tenant_b.user, project=tenant_b.project, type="rule",
                                         content="A row of another tenant that the bench must leave alone")
+    killed = User.objects.create(email="scale-0123456789@bench.invalid")  # left by a run killed before its cleanup
+    KnowledgeItem.objects.create(owner=killed, type="rule", content="a row the killed run loaded")
     report = bench_report(scale, ["--items", "60,120", "--queries", "5", "--rules", "30", "--json",
                           "--corpus", str(small_corpus)], capsys)
     assert [size["items"] for size in report["sizes"]] == [60, 120]

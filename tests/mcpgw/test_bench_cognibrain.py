@@ -10,11 +10,15 @@ from brain.bench import cognibrain
 from knowledge.guard_models import GuardPattern
 from knowledge.models import KnowledgeItem
 from projects.models import User
+from tests.conftest import Tenant
 from tests.support.bench import bench_report
 
 
 @pytest.mark.django_db(transaction=True)
-def test_bench_cognibrain_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], small_corpus: Path) -> None:
+def test_bench_cognibrain_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], small_corpus: Path,
+                                            tenant_a: Tenant) -> None:
+    killed = User.objects.create(email="cognibrain-0123456789@bench.invalid")  # a run killed before its cleanup
+    KnowledgeItem.objects.create(owner=killed, type="rule", content="a row the killed run loaded")
     report = bench_report(cognibrain, ["--memories", "200", "--rules", "120", "--calls", "6", "--distinct", "20",
                                        "--json", "--corpus", str(small_corpus)], capsys)
     figures = report["figures"]
@@ -24,3 +28,4 @@ def test_bench_cognibrain_runs_and_cleans_up(capsys: pytest.CaptureFixture[str],
     assert all(f["n"] == 6 and 0 <= f["p50_ms"] <= f["p95_ms"] for f in figures.values()), figures
     assert not User.objects.filter(email__endswith="@bench.invalid").exists()
     assert not KnowledgeItem.objects.exists() and not GuardPattern.objects.exists()
+    assert User.objects.filter(pk=tenant_a.user.pk).exists()  # another tenant on the same database stays

@@ -20,6 +20,8 @@ from tests.support.bench import bench_report
 @pytest.mark.django_db(transaction=True)
 def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], small_corpus: Path,
                                         tenant_a: Tenant) -> None:
+    killed = User.objects.create(email="tools-0123456789@bench.invalid")  # left by a run killed before its cleanup
+    KnowledgeItem.objects.create(owner=killed, type="rule", content="a row the killed run loaded")
     report = bench_report(tools, ["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json",
                                   "--corpus", str(small_corpus)], capsys)
     (run,) = report["runs"]
@@ -29,7 +31,7 @@ def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], smal
     assert run["brain_list_projects"]["n"] == 4
     assert run["brain_log_event"]["n"] == 4 * tools.LOGS_PER_ROUND == run["events"] == run["eventsStored"]
     assert run["starts_with_injection"] == 4
-    assert not User.objects.filter(email__endswith="@bench.invalid").exists()
+    assert not User.objects.filter(email__endswith="@bench.invalid").exists()  # the run's own, and the killed run's
     assert not KnowledgeItem.objects.exists()
     # Another tenant on the same database: still there, and none of the bench's sessions are its.
     assert User.objects.filter(pk=tenant_a.user.pk).exists() and not Session.objects.filter(user=tenant_a.user).exists()

@@ -1,0 +1,87 @@
+"""The user an in-database bench (`bench tools`, `bench retrieval-scale`, `bench cognibrain`) loads its rows under, on
+the brain's own database, and their removal.
+
+A run removes its user and everything it owns when it ends. A run killed before that (SIGKILL, a database restart
+under it) left them behind: 100,000 knowledge rows of another owner that every later search of the table walked past
+(an open took twice as long on such a table; docs/benchmarks.md, twenty-first pass). So a run first removes what
+earlier runs of the same bench left. It knows they are dead because each run holds an advisory lock, which
+PostgreSQL releases with the run's connection: a second run while one is live is refused instead.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+DOMAIN = "bench.invalid"  # a reserved name: no real account has an address there
+
+
+class BenchBusy(SystemExit):
+    """Another run of the same bench is using this database."""
+
+
+def _lock_key(kind: str) -> int:
+    return zlib.crc32(f"brain-bench-{kind}".encode())
+
+
+def bench_user_remove(user_id: Any) -> int:
+    """Removes a bench user with everything it owns; returns how many knowledge rows went. Bulk statements first:
+    the ORM's cascade would walk 100,000 rows one by one."""
+    from django.db import connection
+
+    from knowledge.guard_models import GuardPattern
+    from knowledge.models import KnowledgeItem
+    from projects.models import User
+    from sessions.models import Session
+
+    Session.objects.filter(user_id=user_id).delete()  # events and applications first
+    items, patterns = KnowledgeItem._meta.db_table, GuardPattern._meta.db_table
+    with connection.cursor() as cursor:  # table names from the models; the owner is a parameter
+        cursor.execute(f'DELETE FROM "{patterns}" WHERE knowledge_id IN '
+                       f'(SELECT id FROM "{items}" WHERE owner_id = %s)', [user_id])
+        cursor.execute(f'DELETE FROM "{items}" WHERE owner_id = %s', [user_id])
+        removed = cursor.rowcount
+    User.objects.filter(id=user_id).delete()
+    return int(removed)
+
+
+def leftovers_remove(kind: str) -> int:
+    """Removes the users earlier runs of the `kind` bench left, with their rows; returns the knowledge rows removed."""
+    from projects.models import User
+
+    users = list(User.objects.filter(email__startswith=f"{kind}-", email__endswith=f"@{DOMAIN}")
+                 .values_list("id", flat=True))
+    rows = sum(bench_user_remove(user_id) for user_id in users)
+    if users:
+        print(f"brain bench {kind}: removed {len(users)} user(s) and {rows} knowledge rows that an earlier run "
+              "left behind (it did not finish)", file=sys.stderr)
+    return rows
+
+
+@contextmanager
+def bench_user(kind: str) -> Iterator[Any]:
+    """A fresh user for one run of the `kind` bench, removed with its rows afterwards; what earlier runs left is
+    removed first. Raises BenchBusy when another run of it holds this database."""
+    from django.db import connection
+
+    from projects.services.accounts import user_create
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [_lock_key(kind)])
+        row = cursor.fetchone()
+    if not row or not row[0]:
+        raise BenchBusy(f"brain bench {kind}: another run of this bench is using this database; wait for it to end")
+    try:
+        leftovers_remove(kind)
+        user = user_create(email=f"{kind}-{uuid.uuid4().hex[:10]}@{DOMAIN}")
+        try:
+            yield user
+        finally:
+            bench_user_remove(user.pk)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [_lock_key(kind)])

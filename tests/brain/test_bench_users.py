@@ -1,0 +1,83 @@
+"""The in-database benches' users: a run removes what an earlier, killed run of the same bench left on the brain's
+database (its user, knowledge rows, guard patterns, sessions and events), never another bench's or a tenant's, and
+a second run while one is live is refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+
+from brain.bench.bench_users import BenchBusy, _lock_key, bench_user, leftovers_remove
+from knowledge.guard_models import GuardPattern
+from knowledge.models import KnowledgeItem
+from knowledge.services.create import KnowledgeDraft, knowledge_create
+from knowledge.services.guard import guard_rule_add
+from projects.models import User
+from projects.services.accounts import project_ensure_named, user_create
+from sessions.models import Session, SessionEvent
+from sessions.services.events import session_start
+from tests.conftest import Tenant
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _left_by_a_killed_run(email: str) -> User:
+    """What a run killed before its cleanup leaves: a user owning knowledge, a guard rule and a session."""
+    user = user_create(email=email)
+    project, _ = project_ensure_named(user=user, name="bench")
+    for n in range(3):
+        knowledge_create(owner=user, project=project, draft=KnowledgeDraft(content=f"bench rule number {n}",
+                                                                          type="heuristic"), defer_vectors=True)
+    guard_rule_add(owner=user, project=project, kind="command_exact", pattern="rm -rf build", text="never that")
+    session_start(user=user, project=project, prompt="a bench prompt", defer_vectors=True)
+    return user
+
+
+def test_a_run_removes_what_a_killed_run_of_the_same_bench_left(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    dead = _left_by_a_killed_run("tools-0123456789@bench.invalid")
+    other_bench = _left_by_a_killed_run("scale-0123456789@bench.invalid")
+    kept = knowledge_create(owner=tenant_a.user, project=tenant_a.project,
+                            draft=KnowledgeDraft(content="the tenant's own rule", type="heuristic"), defer_vectors=True)
+    assert leftovers_remove("tools") == 4  # three rules and the guard rule's item
+    assert not User.objects.filter(pk=dead.pk).exists()
+    assert not KnowledgeItem.objects.filter(owner=dead).exists() and not Session.objects.filter(user=dead).exists()
+    assert not SessionEvent.objects.filter(user=dead).exists()
+    assert not GuardPattern.objects.filter(knowledge__owner=dead).exists()
+    # Another bench's leftovers wait for that bench; the tenants lose nothing.
+    assert KnowledgeItem.objects.filter(owner=other_bench).count() == 4
+    assert KnowledgeItem.objects.filter(pk=kept.pk).exists()
+    assert User.objects.filter(pk__in=[tenant_a.user.pk, tenant_b.user.pk]).count() == 2
+    assert leftovers_remove("tools") == 0
+
+
+def test_a_run_gets_its_own_user_and_removes_it_even_when_it_fails(tenant_a: Tenant) -> None:
+    _left_by_a_killed_run("cognibrain-0123456789@bench.invalid")
+    with pytest.raises(RuntimeError), bench_user("cognibrain") as user:
+        assert user.email.startswith("cognibrain-") and user.email.endswith("@bench.invalid")
+        knowledge_create(owner=user, project=None, draft=KnowledgeDraft(content="loaded by the run",
+                                                                        type="heuristic"), defer_vectors=True)
+        assert User.objects.filter(email__endswith="@bench.invalid").count() == 1  # the leftover went first
+        raise RuntimeError("the bench failed half way")
+    assert not User.objects.filter(email__endswith="@bench.invalid").exists()
+    assert not KnowledgeItem.objects.exclude(owner=tenant_a.user).exists()
+    assert User.objects.filter(pk=tenant_a.user.pk).exists()
+
+
+def test_a_second_run_while_one_is_live_is_refused_and_changes_nothing(tenant_a: Tenant) -> None:
+    live = _left_by_a_killed_run("tools-livelivelive@bench.invalid")  # the live run's user, not a leftover
+    db = connection.settings_dict
+    conninfo: Any = {"dbname": db["NAME"], "user": db["USER"], "host": db["HOST"], "port": db["PORT"] or 5432,
+                     "password": db["PASSWORD"] or None}
+    with psycopg.connect(**conninfo, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", [_lock_key("tools")])
+        with pytest.raises(BenchBusy, match="another run of this bench"), bench_user("tools"):
+            pass
+        assert User.objects.filter(email__endswith="@bench.invalid").count() == 1
+        assert KnowledgeItem.objects.filter(owner=live).count() == 4
+    # The live run's connection is gone (killed): the next run may clean up after it.
+    with bench_user("tools") as user:
+        assert not User.objects.filter(pk=live.pk).exists() and user.pk != live.pk
+    assert User.objects.filter(pk=tenant_a.user.pk).exists()
