@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "check database, pgvector, broker, embedder, vectors and migrations"
+HELP = "check database, pgvector, broker, embedder, vectors, migrations and indexes"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.set_defaults()
+    parser.add_argument("--restore-indexes", action="store_true",
+                        help="first build every declared index the database lacks or holds invalid")
 
 
 def _check_named(setting: str, unset: str) -> tuple[bool, str]:
@@ -24,8 +25,11 @@ def _check_named(setting: str, unset: str) -> tuple[bool, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from brain.db_indexes import check_indexes
     from brain.health import check_broker, check_database, check_migrations, check_pgvector
 
+    if getattr(args, "restore_indexes", False):
+        _restore_indexes()
     checks = [
         ("database", check_database()),
         ("pgvector", check_pgvector()),
@@ -33,7 +37,19 @@ def run(args: argparse.Namespace) -> int:
         ("embedder", _check_named("BRAIN_EMBEDDER_CHECK", "not configured yet (full-text search only)")),
         ("vectors", _check_named("BRAIN_VECTORS_CHECK", "not configured")),
         ("migrations", check_migrations()),
+        ("indexes", check_indexes()),
     ]
     for name, (ok, detail) in checks:
         print(f"{'ok  ' if ok else 'FAIL'} {name:<11} {detail}")
     return 0 if all(ok for _, (ok, _) in checks) else 1
+
+
+def _restore_indexes() -> None:
+    from brain.db_indexes import indexes_restore
+    from brain.health import pending_migrations
+
+    if pending_migrations():
+        print("brain doctor: migrations are pending; `brain manage migrate` builds their indexes first")
+        return
+    built = indexes_restore(lambda line: print(line, flush=True))
+    print(f"built {built} index(es)" if built else "no index was missing")

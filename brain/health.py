@@ -59,10 +59,14 @@ def check_broker() -> Check:
         return False, f"redis at {_redact(url)} unreachable: {exc}"
 
 
+def pending_migrations() -> list[object]:
+    executor = MigrationExecutor(connection)
+    return list(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+
+
 def check_migrations() -> Check:
     try:
-        executor = MigrationExecutor(connection)
-        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        pending = pending_migrations()
     except Exception as exc:
         return False, f"cannot read migration state: {type(exc).__name__}"
     if pending:

@@ -1,0 +1,53 @@
+"""`brain doctor`'s indexes line and `--restore-indexes`: the indexes the models declare (the search indexes among
+them) against those the database holds usable.
+
+An index goes missing without any migration knowing: a `brain bench` run killed during its load has dropped the
+knowledge table's HNSW and GIN indexes, and an interrupted concurrent build leaves one marked invalid. Searches then
+still answer, from a scan of the whole table, so nothing but their speed says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connection
+
+from brain.health import Check, pending_migrations
+
+
+def missing_indexes() -> list[tuple[Any, Any]]:
+    """(model, index) of every index the installed models declare that the database lacks or holds invalid."""
+    from django.apps import apps
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
+                       "WHERE c.relnamespace = current_schema()::regnamespace AND x.indisvalid")
+        usable = {name for (name,) in cursor.fetchall()}
+    models = [m for m in apps.get_models() if m._meta.managed and not m._meta.proxy]
+    return [(model, index) for model in models for index in model._meta.indexes if index.name not in usable]
+
+
+def check_indexes() -> Check:
+    try:
+        if pending_migrations():  # a pending migration's index is the migration's to build
+            return True, "checked once the migrations are applied"
+        missing = missing_indexes()
+    except Exception as exc:
+        return False, f"cannot read the indexes: {type(exc).__name__}"
+    if not missing:
+        return True, "every declared index is built and usable"
+    names = ", ".join(index.name for _, index in missing)
+    return False, (f"missing or unusable: {names}. Searches scan whole tables until `brain doctor --restore-indexes` "
+                   "builds them (minutes for a large table)")
+
+
+def indexes_restore(say: Callable[[str], None]) -> int:
+    """Builds every missing or invalid declared index as its model declares it; returns how many were built."""
+    missing = missing_indexes()
+    for model, index in missing:
+        say(f"building {index.name} on {model._meta.db_table} ...")
+        with connection.schema_editor() as editor:
+            editor.execute(f'DROP INDEX IF EXISTS "{index.name}"')  # an invalid one of the same name
+            editor.add_index(model, index)
+    return len(missing)

@@ -1,0 +1,63 @@
+"""`brain doctor`'s indexes line: a declared index the database lacks (a bench killed during its load drops the
+knowledge search indexes) or holds invalid fails the line with the fix, and `--restore-indexes` builds it as the
+model declares it, touching no row. The schema changes here roll back with the test's transaction."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from django.db import connection
+
+from brain import doctor
+from brain.db_indexes import check_indexes, indexes_restore, missing_indexes
+from knowledge.models import KnowledgeItem
+from tests.conftest import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+def _definition(name: str) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def test_every_declared_index_is_there_on_a_migrated_database() -> None:
+    assert missing_indexes() == []
+    assert check_indexes() == (True, "every declared index is built and usable")
+
+
+def test_dropped_and_invalid_indexes_fail_the_line_and_are_rebuilt(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    KnowledgeItem.objects.create(owner=tenant_a.user, project=tenant_a.project, type="rule", content="alpha's rule")
+    KnowledgeItem.objects.create(owner=tenant_b.user, project=tenant_b.project, type="rule", content="bravo's rule")
+    before = {name: _definition(name) for name in ("knowledge_embedding_hnsw", "knowledge_search_gin",
+                                                     "knowledge_tags_gin")}
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the rows' deferred checks, before DDL in this transaction
+        cursor.execute("DROP INDEX knowledge_embedding_hnsw")
+        cursor.execute("DROP INDEX knowledge_search_gin")
+        # What an interrupted CREATE INDEX CONCURRENTLY leaves: the index is there but the planner may not use it.
+        cursor.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'knowledge_tags_gin'::regclass")
+    ok, detail = check_indexes()
+    assert not ok and "--restore-indexes" in detail
+    assert {"knowledge_embedding_hnsw", "knowledge_search_gin", "knowledge_tags_gin"} <= set(detail.replace(",", " ")
+                                                                                          .replace(".", " ").split())
+    said: list[str] = []
+    assert indexes_restore(said.append) == 3 and len(said) == 3
+    assert check_indexes()[0] and {name: _definition(name) for name in before} == before
+    assert KnowledgeItem.objects.filter(owner=tenant_a.user).count() == 1  # no row touched, either tenant's
+    assert KnowledgeItem.objects.filter(owner=tenant_b.user).count() == 1
+
+
+def test_doctor_restores_with_its_flag(capsys: pytest.CaptureFixture[str], tenant_a: Tenant) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the tenant's deferred checks, before DDL in this transaction
+        cursor.execute("DROP INDEX knowledge_search_gin")
+    doctor.run(argparse.Namespace(restore_indexes=True))
+    out = capsys.readouterr().out
+    assert "building knowledge_search_gin on knowledge_knowledgeitem" in out and "built 1 index(es)" in out
+    assert "ok   indexes" in out and _definition("knowledge_search_gin") is not None
+    doctor.run(argparse.Namespace(restore_indexes=True))
+    assert "no index was missing" in capsys.readouterr().out
