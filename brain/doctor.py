@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from brain.db_indexes import check_indexes
     from brain.health import check_broker, check_database, check_migrations, check_pgvector
 
-    if getattr(args, "restore_indexes", False):
+    if args.restore_indexes:
         _restore_indexes()
     checks = [
         ("database", check_database()),

@@ -119,10 +119,6 @@ class VectorsPending:
             self.connection = None
 
 
-def vectors_pending(conninfo: str) -> VectorsPending:
-    return VectorsPending(conninfo)
-
-
 def vector_watch(data_dir: str | None) -> VectorsPending | None:
     """What asks about the events still without a vector in the temporary brain at `data_dir`; None when there is
     no database to ask (a brain given by --url) or embeddings are off (no vector would ever come)."""
@@ -130,7 +126,7 @@ def vector_watch(data_dir: str | None) -> VectorsPending | None:
 
     if not data_dir or settings_from_django().provider == "none":
         return None
-    return vectors_pending(brain_database(data_dir))
+    return VectorsPending(brain_database(data_dir))
 
 
 class LagWatch:

@@ -172,11 +172,10 @@ def _measure_size(size: int, ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 def _restore_indexes() -> None:
-    from django.db import connection
+    """Builds the search indexes a load dropped, as the models declare them (`brain doctor --restore-indexes`)."""
+    from brain.db_indexes import indexes_restore
 
-    with connection.cursor() as cursor:
-        cursor.execute(HNSW_SQL.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS"))
-        cursor.execute(GIN_SQL.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS"))
+    indexes_restore(lambda _line: None)
 
 
 def run(args: argparse.Namespace) -> int:

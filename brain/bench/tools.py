@@ -34,27 +34,16 @@ from brain.bench.bench_users import bench_user
 from brain.bench.lean_http import LeanConnection
 from brain.bench.lme import percentile
 from brain.bench.mcp_load import bench_http, free_port, lean_connection, rpc_open, stop_process, wait_ready
-from brain.bench.scale import DEFAULT_CORPUS, _load, cache_warm, rules_of
+from brain.bench.scale import DEFAULT_CORPUS, GIN_SQL, HNSW_SQL, _load, _restore_indexes, cache_warm, rules_of
 from brain.config import runtime_config
 from brain.db_url import connection_url
 from brain.serve import PACKAGES_DIR, children_env, web_server_args
 
-HNSW_SQL = ("CREATE INDEX IF NOT EXISTS knowledge_embedding_hnsw ON knowledge_knowledgeitem USING hnsw "
-            "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
-GIN_SQL = "CREATE INDEX IF NOT EXISTS knowledge_search_gin ON knowledge_knowledgeitem USING gin (search_vector)"
 HELP = "p50/p95 of session start, log, list and report over /mcp, served as brain serve serves it, under load"
 LOGS_PER_ROUND = 3
 TOOLS = ("brain_start_session", "brain_log_event", "brain_list_projects", "brain_report_session_outcome")
 KEYS = {"brain_start_session": "start", "brain_log_event": "log", "brain_list_projects": "list",
         "brain_report_session_outcome": "report"}
-
-
-def _restore_indexes() -> None:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(HNSW_SQL)
-        cursor.execute(GIN_SQL)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from brain.bench.mcp_events import event_text, measure_events, vector_watch, vectors_pending
+from brain.bench.mcp_events import VectorsPending, event_text, measure_events, vector_watch
 from brain.cli import main
 from sessions.models import SessionEvent
 from tests.conftest import Tenant
@@ -32,7 +32,7 @@ def test_every_acknowledged_event_is_found_stored(live_server: Any, tenant_a: Te
 def test_the_bench_times_how_long_until_every_event_has_its_vector(live_server: Any, tenant_a: Tenant,
                                                                    tenant_b: Tenant) -> None:
     db = connection.settings_dict
-    pending = vectors_pending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
+    pending = VectorsPending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
     row = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=2, events=20, pending=pending))
     assert row["acknowledged"] == 20 and row["vectorsCaughtUpS"] is not None and row["vectorsCaughtUpS"] >= 0
     assert row["vectorWaitMaxS"] is not None and row["vectorWaitMaxS"] >= 0
@@ -47,7 +47,7 @@ def test_the_bench_times_how_long_until_every_event_has_its_vector(live_server: 
 def test_an_event_waiting_for_its_vector_is_counted_with_its_age(live_server: Any, tenant_a: Tenant,
                                                                  tenant_b: Tenant) -> None:
     db = connection.settings_dict
-    pending = vectors_pending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
+    pending = VectorsPending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
     asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=1, events=3))
     hour_ago = timezone.now() - timedelta(hours=1)
     SessionEvent.objects.filter(user=tenant_a.user).update(embedding=None, created_at=hour_ago)
