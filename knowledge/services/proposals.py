@@ -3,6 +3,7 @@ closed with a reason on rejection."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,7 +12,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain.errors import Conflict, NotFound, ValidationFailed
+from brain.logs import log_op
 from brain.text import text_storable
+from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import (
     DECISION_REASON_MAX,
     PROPOSAL_TARGET_KEY_MAX,
@@ -22,13 +25,15 @@ from knowledge.models import (
     ProposalStatus,
     SkillStage,
 )
-from knowledge.services.create import embed_or_none, knowledge_embedding_text
 from knowledge.services.dream_proposals import dream_proposal_apply
+from knowledge.services.knowledge_vectors import KNOWLEDGE, KNOWLEDGE_BATCHER, knowledge_vectors_deferred
 from knowledge.services.review import review_status_for
 from knowledge.services.skills import SKILL_TYPES
+from knowledge.services.vector_batcher import embed_rows
 from projects.models import AuditAction, Project, User
 from projects.services.audit import audit_record
 
+logger = logging.getLogger(__name__)
 APPROVED_CONFIDENCE = 0.8  # a human vouched for it, but it has no outcomes yet
 _DREAM_KINDS = (ProposalKind.MERGE, ProposalKind.FADE)
 
@@ -71,41 +76,56 @@ def _pending_for(user: User, proposal_id: uuid.UUID | str) -> Proposal:
     return proposal
 
 
-def _apply(proposal: Proposal, vector: list[float] | None, model: str) -> KnowledgeItem:
+def _apply(proposal: Proposal) -> tuple[KnowledgeItem, bool]:
+    """The row the approval wrote or changed, and whether its text is new (its vector must follow)."""
     if proposal.kind in _DREAM_KINDS:
-        return dream_proposal_apply(proposal)
+        return dream_proposal_apply(proposal), False  # a merge or fade changes no row's text
     if proposal.kind == ProposalKind.SKILL_PATCH and proposal.target_id:
         skill = KnowledgeItem.objects.select_for_update().get(id=proposal.target_id, owner=proposal.owner_id)
-        # Append-only: the skill keeps every line it had; the approved rule is added at the end.
+        # Append-only: the skill keeps every line it had; the approved rule is added at the end. Its vector
+        # is of the text it had until the new one comes (an edit's rule, knowledge_edit).
         skill.content = f"{skill.content.rstrip()}\n- {proposal.content.strip()}"
         if skill.stage in (SkillStage.INBOX, SkillStage.NOTES):  # a human approved work on it: offer it
             skill.stage = SkillStage.KNOWLEDGE
-        skill.save(update_fields=["content", "stage", "updated_at"])
-        return skill
+        skill.embedding, skill.embedding_model = None, ""
+        skill.save(update_fields=["content", "stage", "embedding", "embedding_model", "updated_at"])
+        return skill, True
     return KnowledgeItem.objects.create(
         owner_id=proposal.owner_id, project_id=proposal.project_id, type=proposal.type, trigger=proposal.trigger,
         content=proposal.content, rationale=proposal.rationale, tags=["autoskill"], source="autoskill",
         # Approved in the review queue: a recipe or skill is offered right away (knowledge/services/skills.py).
         stage=SkillStage.KNOWLEDGE if proposal.type in SKILL_TYPES else SkillStage.NONE,
-        confidence=APPROVED_CONFIDENCE, embedding=vector, embedding_model=model if vector else "",
-        review_status=review_status_for(author=proposal.owner, project=proposal.project),
-    )
+        confidence=APPROVED_CONFIDENCE, review_status=review_status_for(author=proposal.owner,
+                                                                         project=proposal.project),
+    ), True
 
 
 def proposal_approve(*, user: User, proposal_id: uuid.UUID | str) -> Proposal:
-    """Applies a pending proposal of the user (new row, or text appended to the skill) and marks it approved."""
-    preview = Proposal.objects.filter(id=proposal_id, owner=user).first()
-    text = (knowledge_embedding_text(trigger=preview.trigger, content=preview.content)
-            if preview is not None and preview.kind not in _DREAM_KINDS else "")  # a merge or fade embeds nothing
-    vectors, model = embed_or_none([text], op="knowledge.embed_failed") if text else (None, "")
+    """Applies a pending proposal of the user (new row, or text appended to the skill) and marks it approved.
+    The row commits with its full-text; its vector follows from the batcher, as a taught rule's does
+    (BRAIN_KNOWLEDGE_VECTORS=inline: before this returns)."""
+    deferred = knowledge_vectors_deferred()
     with transaction.atomic():
         proposal = _pending_for(user, proposal_id)
-        proposal.applied_item = _apply(proposal, vectors[0] if vectors else None, model)
+        item, text_changed = _apply(proposal)
+        proposal.applied_item = item
         proposal.status, proposal.decided_at = ProposalStatus.APPROVED, timezone.now()
         proposal.save(update_fields=["applied_item", "status", "decided_at", "updated_at"])
         audit_record(actor=user, action=AuditAction.PROPOSAL_APPROVED, project=proposal.project,
                      target=f"proposal:{proposal.id}", summary=proposal.content[:200])
+        if text_changed and deferred:
+            KNOWLEDGE_BATCHER.submit_after_commit([item.pk])
+    if text_changed and not deferred:
+        _embed_now(item.pk)
     return proposal
+
+
+def _embed_now(item_id: uuid.UUID) -> None:
+    """The inline setting's vector, after the commit: a failing model leaves the row to the backfill."""
+    try:
+        embed_rows(KNOWLEDGE, [item_id])
+    except EmbeddingUnavailable as exc:
+        log_op(logger, "knowledge.embed_failed", level=logging.WARNING, count=1, reason=str(exc)[:200])
 
 
 def proposal_reject(*, user: User, proposal_id: uuid.UUID | str, reason: str) -> Proposal:
