@@ -49,8 +49,8 @@ def test_an_approval_commits_before_any_vector(tenant_a: Tenant, tenant_b: Tenan
     skill, pending = _proposals(tenant_a)
     with django_capture_on_commit_callbacks(execute=False) as queued:
         proposal_approve(user=tenant_a.user, proposal_id=pending["skill_patch"].id)
-        approved = proposal_approve(user=tenant_a.user, proposal_id=pending["new_knowledge"].id)
-    new = KnowledgeItem.objects.get(pk=approved.applied_item_id)
+        proposal_approve(user=tenant_a.user, proposal_id=pending["new_knowledge"].id)
+    new = KnowledgeItem.objects.get(owner=tenant_a.user, content=NEW_RULE)
     patched = KnowledgeItem.objects.get(pk=skill.pk)
     assert (new.embedding, new.embedding_model) == (None, "")  # the approval did not wait for the model
     assert patched.content.endswith(f"- {PATCH}") and patched.embedding is None  # no vector of the old text
@@ -73,7 +73,7 @@ def test_the_batcher_embeds_approved_rows_and_a_patched_skill_is_found_by_its_ne
     assert set(Proposal.objects.values_list("status", flat=True)) == {ProposalStatus.APPROVED}
     assert KNOWLEDGE_BATCHER.flush(timeout=60)
     patched = KnowledgeItem.objects.get(pk=skill.pk)
-    new = KnowledgeItem.objects.get(pk=Proposal.objects.get(kind="new_knowledge").applied_item_id)
+    new = KnowledgeItem.objects.get(owner=tenant_a.user, content=NEW_RULE)
     assert patched.embedding is not None and list(patched.embedding) != before
     assert new.embedding is not None and new.embedding_model
     assert _ids(tenant_a, "rebuild generated gRPC code when the interface definition changes", "vector")[:1] == [
