@@ -42,12 +42,29 @@ def check_indexes() -> Check:
                    "builds them (minutes for a large table)")
 
 
+# What a rebuild may use (`maintenance_work_mem`, never below the server's own): pgvector builds the HNSW graph in
+# it, and one that outgrows it is finished on disk several times slower; PostgreSQL's default is 64 MB, and the
+# graph of a million 384-dimension rows needs about 2 GB (brain/bench/scale.py builds with 4 GB).
+BUILD_MEMORY_KB = 1024 * 1024
+
+
+def _build_memory(editor: Any) -> str:
+    """Raises `maintenance_work_mem` for the build's transaction to BUILD_MEMORY_KB; returns what it is."""
+    editor.execute("SELECT set_config('maintenance_work_mem', greatest(setting::bigint, %s) || 'kB', true) "
+                   "FROM pg_settings WHERE name = 'maintenance_work_mem'", [BUILD_MEMORY_KB])
+    with editor.connection.cursor() as cursor:
+        cursor.execute("SHOW maintenance_work_mem")
+        row = cursor.fetchone()
+    return str(row[0]) if row else "?"
+
+
 def indexes_restore(say: Callable[[str], None]) -> int:
     """Builds every missing or invalid declared index as its model declares it; returns how many were built."""
     missing = missing_indexes()
     for model, index in missing:
-        say(f"building {index.name} on {model._meta.db_table} ...")
         with connection.schema_editor() as editor:
+            memory = _build_memory(editor)
+            say(f"building {index.name} on {model._meta.db_table} (maintenance_work_mem {memory}) ...")
             editor.execute(f'DROP INDEX IF EXISTS "{index.name}"')  # an invalid one of the same name
             editor.add_index(model, index)
     return len(missing)

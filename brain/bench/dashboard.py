@@ -6,7 +6,8 @@ sessions, each with events, injected/used knowledge and finished jobs, plus pend
 items and a month of health snapshots. Each page is then requested R times through Django's full
 request stack in this process (middleware, view, selectors, template), signed in as that user: the
 time is server time, without network or browser. The query count of each page is printed too.
-The bench user and everything it owns are deleted at the end."""
+The bench user and everything it owns are deleted at the end, and what a killed run left first
+(`brain.bench.bench_users`)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ import json
 import random
 import sys
 import time
-import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from brain.bench.bench_users import bench_user
 from brain.bench.lme import percentile
 from brain.bench.scale import DEFAULT_CORPUS, _load, rules_of
 
@@ -156,16 +157,14 @@ def run(args: argparse.Namespace) -> int:
 
     from django.test import Client
 
-    from projects.models import User
     from projects.scope import Principal
-    from projects.services.accounts import project_ensure_named, user_create
+    from projects.services.accounts import project_ensure_named
 
     if not args.corpus.is_file() or args.items < 10 or args.sessions < 1 or args.requests < 1:
         print(f"brain: need --corpus FILE (got {args.corpus}), --items >= 10, --sessions and --requests >= 1",
               file=sys.stderr)
         return 2
-    user = user_create(email=f"bench-dash-{uuid.uuid4().hex[:8]}@bench.invalid")
-    try:
+    with bench_user("dashboard") as user:
         project, _ = project_ensure_named(user=user, name="Bench dashboard")
         ctx: dict[str, Any] = {"user": user, "project": project, "principal": Principal(user=user)}
         start = time.perf_counter()
@@ -177,8 +176,6 @@ def run(args: argparse.Namespace) -> int:
         client.force_login(user)
         queries = [quote_plus(" ".join(r.split()[:6])) for r in ctx["rules"][:50]]
         pages = {name: _time_page(client, url, args.requests, queries) for name, url in _pages(ctx).items()}
-    finally:
-        User.objects.filter(id=user.id).delete()
     report = {"items": args.items, "sessions": args.sessions, "requests_per_page": args.requests,
               "setup_s": round(setup_s, 1), "pages": pages}
     if args.json:

@@ -57,7 +57,8 @@ def test_doctor_restores_with_its_flag(capsys: pytest.CaptureFixture[str], tenan
         cursor.execute("DROP INDEX knowledge_search_gin")
     doctor.run(argparse.Namespace(restore_indexes=True))
     out = capsys.readouterr().out
-    assert "building knowledge_search_gin on knowledge_knowledgeitem" in out and "built 1 index(es)" in out
+    assert "building knowledge_search_gin on knowledge_knowledgeitem (maintenance_work_mem 1GB)" in out
+    assert "built 1 index(es)" in out
     assert "ok   indexes" in out and _definition("knowledge_search_gin") is not None
     doctor.run(argparse.Namespace(restore_indexes=True))
     assert "no index was missing" in capsys.readouterr().out
