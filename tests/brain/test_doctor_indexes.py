@@ -62,3 +62,32 @@ def test_doctor_restores_with_its_flag(capsys: pytest.CaptureFixture[str], tenan
     assert "ok   indexes" in out and _definition("knowledge_search_gin") is not None
     doctor.run(argparse.Namespace(restore_indexes=True))
     assert "no index was missing" in capsys.readouterr().out
+
+
+def _rows_with_vectors(template: KnowledgeItem, count: int) -> None:
+    """`count` copies of the template row, each with its own random vector (an HNSW build over them takes a while)."""
+    table = KnowledgeItem._meta.db_table
+    columns = ", ".join(f'"{f.column}"' for f in KnowledgeItem._meta.concrete_fields
+                        if not getattr(f, "generated", False) and f.column not in ("id", "embedding"))
+    with connection.cursor() as cursor:
+        # The vector's subquery names the outer row (g) so that each copy draws its own.
+        cursor.execute(f'INSERT INTO "{table}" ("id", "embedding", {columns}) SELECT gen_random_uuid(), '
+                       "(SELECT array_agg(random() - 0.5 + 0 * (g + d)) FROM generate_series(1, 384) d)::vector, "
+                       f'{columns} FROM "{table}", generate_series(1, %s) g WHERE id = %s',
+                       [count, template.id])
+
+
+def test_a_build_says_how_it_is_getting_on(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    mine = KnowledgeItem.objects.create(owner=tenant_a.user, project=tenant_a.project, type="rule", content="alpha's")
+    KnowledgeItem.objects.create(owner=tenant_b.user, project=tenant_b.project, type="rule", content="bravo's rule")
+    _rows_with_vectors(mine, 2000)
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("DROP INDEX knowledge_embedding_hnsw")
+    said: list[str] = []
+    assert indexes_restore(said.append, every=0.02) == 1
+    progress = [line for line in said if line.startswith("  knowledge_embedding_hnsw: ")]
+    assert progress, said  # the build was reported while it ran, from another connection
+    assert any("building index" in line and "blocks (" in line for line in progress), progress
+    assert check_indexes()[0]
+    assert KnowledgeItem.objects.filter(owner=tenant_b.user).count() == 1
