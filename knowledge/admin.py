@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -10,6 +12,7 @@ from brain.errors import BrainError
 from knowledge.guard_models import DreamRun, GuardCalibration, GuardDecision, GuardPattern, GuardRuleVersion
 from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, LlmUsage, PeerCard, Proposal
 from knowledge.services.curate import knowledge_delete, knowledge_restore
+from knowledge.services.knowledge_vectors import knowledge_vectors_follow
 from knowledge.services.proposals import proposal_approve
 from projects.models import User
 from projects.scope import Principal
@@ -43,6 +46,16 @@ class KnowledgeItemAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeItem]:
         return super().get_queryset(request).defer(*HIDDEN)
+
+    def save_model(self, request: HttpRequest, obj: KnowledgeItem, form: Any, change: bool) -> None:
+        """A row added here, or one whose trigger or rule staff changed, gets a vector of its new text: the one it
+        had would keep finding it by what it used to say."""
+        text_changed = not change or bool({"content", "trigger"} & set(form.changed_data))
+        if text_changed:
+            obj.embedding, obj.embedding_model = None, ""
+        super().save_model(request, obj, form, change)
+        if text_changed:
+            knowledge_vectors_follow([obj.pk])
 
     @admin.action(description="Soft-delete (restorable; leaves retrieval at once)")
     def soft_delete(self, request: HttpRequest, queryset: QuerySet[KnowledgeItem]) -> None:

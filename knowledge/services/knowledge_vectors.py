@@ -23,7 +23,7 @@ from django.db.models import Q
 from pgvector.django import CosineDistance
 
 from brain.logs import log_op
-from knowledge.embeddings import current_model_name
+from knowledge.embeddings import EmbeddingUnavailable, current_model_name
 from knowledge.models import KnowledgeItem, KnowledgeType, review_usable_by
 from knowledge.services.backfill import Target, embeddings_backfill
 from knowledge.services.vector_batcher import BATCH_MAX, VectorBatcher, embed_rows
@@ -77,6 +77,18 @@ KNOWLEDGE = Target("knowledge items", KnowledgeItem,
                    lambda row: knowledge_embedding_text(trigger=row.trigger, content=row.content),
                    ("trigger", "content"))
 KNOWLEDGE_BATCHER = VectorBatcher(KNOWLEDGE, after=memory_duplicates_merge)
+
+
+def knowledge_vectors_follow(ids: list[Any]) -> None:
+    """Vectors for rows whose text was just written without one: from the batcher once the transaction commits, or
+    (BRAIN_KNOWLEDGE_VECTORS=inline) now, in this thread. A failing model leaves them to the backfill."""
+    if knowledge_vectors_deferred():
+        KNOWLEDGE_BATCHER.submit_after_commit(ids)
+        return
+    try:
+        embed_rows(KNOWLEDGE, ids)
+    except EmbeddingUnavailable as exc:
+        log_op(logger, "knowledge.embed_failed", level=logging.WARNING, count=len(ids), reason=str(exc)[:200])
 
 
 def knowledge_vectors_backfill() -> int:

@@ -3,7 +3,6 @@ closed with a reason on rejection."""
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,9 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain.errors import Conflict, NotFound, ValidationFailed
-from brain.logs import log_op
 from brain.text import text_storable
-from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import (
     DECISION_REASON_MAX,
     PROPOSAL_TARGET_KEY_MAX,
@@ -26,14 +23,12 @@ from knowledge.models import (
     SkillStage,
 )
 from knowledge.services.dream_proposals import dream_proposal_apply
-from knowledge.services.knowledge_vectors import KNOWLEDGE, KNOWLEDGE_BATCHER, knowledge_vectors_deferred
+from knowledge.services.knowledge_vectors import knowledge_vectors_follow
 from knowledge.services.review import review_status_for
 from knowledge.services.skills import SKILL_TYPES
-from knowledge.services.vector_batcher import embed_rows
 from projects.models import AuditAction, Project, User
 from projects.services.audit import audit_record
 
-logger = logging.getLogger(__name__)
 APPROVED_CONFIDENCE = 0.8  # a human vouched for it, but it has no outcomes yet
 _DREAM_KINDS = (ProposalKind.MERGE, ProposalKind.FADE)
 
@@ -102,9 +97,7 @@ def _apply(proposal: Proposal) -> tuple[KnowledgeItem, bool]:
 
 def proposal_approve(*, user: User, proposal_id: uuid.UUID | str) -> Proposal:
     """Applies a pending proposal of the user (new row, or text appended to the skill) and marks it approved.
-    The row commits with its full-text; its vector follows from the batcher, as a taught rule's does
-    (BRAIN_KNOWLEDGE_VECTORS=inline: before this returns)."""
-    deferred = knowledge_vectors_deferred()
+    The row commits with its full-text; its vector follows, as a taught rule's does (`knowledge_vectors_follow`)."""
     with transaction.atomic():
         proposal = _pending_for(user, proposal_id)
         item, text_changed = _apply(proposal)
@@ -113,19 +106,9 @@ def proposal_approve(*, user: User, proposal_id: uuid.UUID | str) -> Proposal:
         proposal.save(update_fields=["applied_item", "status", "decided_at", "updated_at"])
         audit_record(actor=user, action=AuditAction.PROPOSAL_APPROVED, project=proposal.project,
                      target=f"proposal:{proposal.id}", summary=proposal.content[:200])
-        if text_changed and deferred:
-            KNOWLEDGE_BATCHER.submit_after_commit([item.pk])
-    if text_changed and not deferred:
-        _embed_now(item.pk)
+        if text_changed:
+            knowledge_vectors_follow([item.pk])
     return proposal
-
-
-def _embed_now(item_id: uuid.UUID) -> None:
-    """The inline setting's vector, after the commit: a failing model leaves the row to the backfill."""
-    try:
-        embed_rows(KNOWLEDGE, [item_id])
-    except EmbeddingUnavailable as exc:
-        log_op(logger, "knowledge.embed_failed", level=logging.WARNING, count=1, reason=str(exc)[:200])
 
 
 def proposal_reject(*, user: User, proposal_id: uuid.UUID | str, reason: str) -> Proposal:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib import admin
-from django.test import Client
+from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from knowledge.models import KnowledgeItem, ProposalStatus
@@ -78,3 +78,42 @@ def test_audit_log_cannot_be_edited_and_non_staff_are_kept_out(client: Client, s
     assert AuditEvent.objects.filter(pk=event.pk).exists()
     client.force_login(tenant_a.user)
     assert client.get(_url(KnowledgeItem, "changelist")).status_code == 302
+
+
+def _change_form(obj: KnowledgeItem, **changes: object) -> dict[str, object]:
+    """The admin change form's data for `obj` as the page would post it, with `changes` applied."""
+    request = RequestFactory().get("/")
+    request.user = User.objects.get(email="ops@brain.example")
+    model_admin = admin.site._registry[KnowledgeItem]
+    form = model_admin.get_form(request, obj)(instance=obj)
+    data: dict[str, object] = {}
+    for name, field in form.fields.items():
+        value = field.prepare_value(form[name].value())
+        if value is False or value is None:
+            continue  # an unticked box or an empty choice is absent from a posted form
+        data[name] = value
+    return {**data, **changes}
+
+
+def test_a_rule_edited_by_staff_gets_a_vector_of_its_new_text(client: Client, staff: User, tenant_a: Tenant,
+                                                                tenant_b: Tenant) -> None:
+    from knowledge.selectors.search import knowledge_search
+    from knowledge.services.create import KnowledgeDraft, knowledge_create
+
+    rule = knowledge_create(owner=tenant_a.user, project=tenant_a.project, draft=KnowledgeDraft(
+        content="Pin the flaky websocket reconnect test with a fixed seed", type="heuristic"))
+    before = list(KnowledgeItem.objects.get(pk=rule.pk).embedding)
+    edited = "Regenerate the protobuf stubs after changing any .proto schema file"
+    response = client.post(_url(KnowledgeItem, "change", rule.pk), _change_form(rule, content=edited))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    row = KnowledgeItem.objects.get(pk=rule.pk)
+    assert row.content == edited and row.embedding is not None and list(row.embedding) != before
+
+    def found(tenant: Tenant) -> list[str]:
+        query = "rebuild generated gRPC code when the interface definition changes"
+        return [str(h.id) for h in knowledge_search(principal=tenant.principal, query=query, mode="vector").hits]
+
+    assert found(tenant_a)[:1] == [str(rule.pk)] and found(tenant_b) == []
+    untouched = _change_form(row, confidence=0.9)  # no text change: the vector stays
+    assert client.post(_url(KnowledgeItem, "change", rule.pk), untouched).status_code == 302
+    assert list(KnowledgeItem.objects.get(pk=rule.pk).embedding) == list(row.embedding)
