@@ -15,7 +15,9 @@ class SessionAdmin(admin.ModelAdmin):
     list_display = ("id", "user", "project", "client_type", "started_at", "ended_at", "success", "quality_score")
     list_filter = ("success", "client_type", ("ended_at", admin.EmptyFieldListFilter))
     search_fields = ("prompt", "user__email", "project__name", "=id")
-    raw_id_fields = ("user", "project")
+    # Its events and applications repeat its owner and project, and every search scopes by them: a session moved
+    # to another user or project here would leave them behind in the tenant it came from.
+    readonly_fields = ("user", "project")
     list_select_related = ("user", "project")
     date_hierarchy = "started_at"
     actions = ("requeue_extraction",)
@@ -36,6 +38,15 @@ class SessionEventAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[SessionEvent]:
         return super().get_queryset(request).defer("embedding", "search_vector")
+
+    # What an agent logged is its session's record: staff read it, or delete an event (a pasted secret), but do not
+    # rewrite it. An edited text kept its old vector, and a changed user or project would move the event out of
+    # its session's tenant in every search scoped by those columns.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: SessionEvent | None = None) -> bool:
+        return False
 
 
 @admin.register(SessionKnowledgeApplication)

@@ -117,3 +117,24 @@ def test_a_rule_edited_by_staff_gets_a_vector_of_its_new_text(client: Client, st
     untouched = _change_form(row, confidence=0.9)  # no text change: the vector stays
     assert client.post(_url(KnowledgeItem, "change", rule.pk), untouched).status_code == 302
     assert list(KnowledgeItem.objects.get(pk=rule.pk).embedding) == list(row.embedding)
+
+
+def test_staff_read_and_delete_events_but_do_not_rewrite_them(client: Client, staff: User, tenant_a: Tenant,
+                                                               tenant_b: Tenant) -> None:
+    from sessions.models import SessionEvent
+
+    w: World = build_world(tenant_a, "adminword")
+    event = SessionEvent.objects.filter(session=w.session).first()
+    assert event is not None
+    page = client.get(_url(SessionEvent, "change", event.pk))
+    assert page.status_code == 200 and b'name="_save"' not in page.content  # a read-only view
+    moved = client.post(_url(SessionEvent, "change", event.pk), {"content": "rewritten", "user": tenant_b.user.pk,
+                                                                 "event_type": event.event_type})
+    assert moved.status_code == 403
+    assert SessionEvent.objects.get(pk=event.pk).content == event.content
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+    assert client.get(_url(SessionEvent, "add")).status_code == 403
+    client.post(_url(SessionEvent, "delete", event.pk), {"post": "yes"})
+    assert not SessionEvent.objects.filter(pk=event.pk).exists()
+    session_page = client.get(_url(type(w.session), "change", w.session.pk)).content
+    assert b'name="user"' not in session_page and b'name="project"' not in session_page  # shown, not editable
