@@ -15,7 +15,7 @@ from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from knowledge.embeddings import EmbeddingUnavailable, embed_texts
-from knowledge.services.vector_store import vectors_store
+from knowledge.services.vector_store import pending_of, vectors_store
 
 
 @dataclass(frozen=True)
@@ -68,10 +68,11 @@ def embeddings_backfill(
         batch = list(qs[:batch_size])
         if not batch:
             return done
-        vectors, name = embed_texts([target.text_of(row) or " " for row in batch])
+        rows = [pending_of(target, row) for row in batch]
+        vectors, name = embed_texts([row.text or " " for row in rows])
         if name != model_name:
             raise EmbeddingUnavailable(f"the embedder changed model during the backfill ({model_name} -> {name})")
-        vectors_store(target, [row.pk for row in batch], vectors, name)
+        vectors_store(target, rows, vectors, name)
         done += len(batch)
         last_id = batch[-1].pk
         if on_batch:

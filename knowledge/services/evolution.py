@@ -55,7 +55,10 @@ def _live(scope: NightlyScope) -> Q:
 
 def _neighbours(scope: NightlyScope, item: KnowledgeItem, similarity: float) -> list[KnowledgeItem]:
     return list(
-        KnowledgeItem.objects.filter(_live(scope), embedding__isnull=False).exclude(id=item.id)
+        # Only vectors of the row's own model: across models a distance means nothing (after a provider change,
+        # until the backfill has re-embedded every row).
+        KnowledgeItem.objects.filter(_live(scope), embedding__isnull=False, embedding_model=item.embedding_model)
+        .exclude(id=item.id)
         .annotate(distance=CosineDistance("embedding", item.embedding)).filter(distance__lte=1 - similarity)
         .order_by("distance")[:20]
     )

@@ -98,5 +98,5 @@ def embed_rows(target: Target, ids: list[Any], *, background: bool = False) -> i
     rows = rows_without_vectors(target, ids)
     if not rows:
         return 0
-    vectors, model = embed_texts([text or " " for _, text in rows], background=background)
-    return vectors_store(target, [pk for pk, _ in rows], vectors, model)
+    vectors, model = embed_texts([row.text or " " for row in rows], background=background)
+    return vectors_store(target, rows, vectors, model)

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Sequence
 from functools import cache
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import psycopg
@@ -52,23 +52,47 @@ class _Float4ArrayDumper(Dumper):
         return struct.pack(">iiiii", 1, 0, FLOAT4_OID, len(values), 1) + cells.tobytes()
 
 
-def vectors_store(target: Target, ids: Sequence[Any], vectors: Sequence[Sequence[float]], model: str) -> int:
-    """Stores `vectors[i]` with `model` on the row `ids[i]` of the target's table; returns the rows updated."""
-    if not ids:
+class Pending(NamedTuple):
+    """A row to embed: its key, the text to embed, and the values of the target's fields that text was made from."""
+
+    pk: Any
+    text: str
+    sources: tuple[Any, ...]
+
+
+def vectors_store(target: Target, rows: Sequence[Pending], vectors: Sequence[Sequence[float]], model: str) -> int:
+    """Stores `vectors[i]` with `model` on `rows[i]` of the target's table, unless that row's text changed since it was
+    read; returns the rows updated. The vector of an old text would otherwise stay for good: the write that changed
+    the text queued the row again, but the batch that read it before stored last, and the backfill only looks for rows
+    without a vector of the current model (two approvals of one skill, or two quick edits)."""
+    if not rows:
         return 0
     flat = np.asarray(vectors, dtype=np.float32)
     table = target.model._meta.db_table
+    columns = [target.model._meta.get_field(name).column for name in target.fields]  # type: ignore[union-attr]
+    arrays = "".join(f", %(src{i})s::text[]" for i in range(len(columns)))
+    names = "".join(f", src{i}" for i in range(len(columns)))
+    same = "".join(f' AND t."{column}" IS NOT DISTINCT FROM v.src{i}' for i, column in enumerate(columns))
     # A vector can always be computed again (the backfill embeds every row left without one), so the commit does not
     # wait for the WAL flush: a database crash loses at most the last fraction of a second of vectors, never a row.
     sql = f"""UPDATE "{table}" AS t
         SET embedding = ((%(flat)b)[(v.n - 1) * %(dim)s + 1 : v.n * %(dim)s])::vector, embedding_model = %(model)s
-        FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS v(id, n){relaxed_from_item()} WHERE t.id = v.id"""  # noqa: S608 - model's table
+        FROM unnest(%(ids)s::uuid[]{arrays}) WITH ORDINALITY AS v(id{names}, n){relaxed_from_item()}
+        WHERE t.id = v.id{same}"""  # noqa: S608 - the model's table and columns
+    params: dict[str, Any] = {"flat": Float4Array(flat), "dim": flat.shape[1], "model": model,
+                              "ids": [row.pk for row in rows]}
+    params |= {f"src{i}": [row.sources[i] for row in rows] for i in range(len(columns))}
     connection.ensure_connection()
     # Django's cursors bind values into the query text; a binary parameter needs PostgreSQL to bind it.
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.adapters.register_dumper(Float4Array, _Float4ArrayDumper)
-        cursor.execute(sql, {"flat": Float4Array(flat), "dim": flat.shape[1], "model": model, "ids": list(ids)})
+        cursor.execute(sql, params)
         return cursor.rowcount
+
+
+def pending_of(target: Target, row: Any) -> Pending:
+    """A model instance (with the target's fields loaded) as a row to embed."""
+    return Pending(row.pk, target.text_of(row), tuple(getattr(row, name) for name in target.fields))
 
 
 @cache
@@ -85,12 +109,12 @@ def _read_sql(target: Target) -> tuple[str, tuple[Any, ...]]:
     return sql, tuple(params)
 
 
-def rows_without_vectors(target: Target, ids: Sequence[Any]) -> list[tuple[Any, str]]:
-    """(id, text to embed) of the rows among `ids` that still have no vector."""
+def rows_without_vectors(target: Target, ids: Sequence[Any]) -> list[Pending]:
+    """The rows among `ids` that still have no vector, with the text to embed and what it was made from."""
     sql, template = _read_sql(target)
     params = [list(ids) if value is _IDS else value for value in template]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchall()
     fields = target.fields
-    return [(row[0], target.text_of(SimpleNamespace(**dict(zip(fields, row[1:], strict=True))))) for row in found]
+    return [pending_of(target, SimpleNamespace(pk=row[0], **dict(zip(fields, row[1:], strict=True)))) for row in found]

@@ -111,13 +111,13 @@ def test_a_batch_of_vectors_is_stored_exactly_on_its_own_rows(client: Client, te
     assert EVENT_BATCHER.flush(timeout=60)
     SessionEvent.objects.filter(pk__in=[*ids, other]).update(embedding=None, embedding_model="")
     pending = rows_without_vectors(EVENTS, ids)
-    assert sorted((str(pk), text) for pk, text in pending) == sorted(
+    assert sorted((str(row.pk), row.text) for row in pending) == sorted(
         (pk, f"cache warmed in {n} seconds") for n, pk in enumerate(ids))
     dims = SessionEvent._meta.get_field("embedding").dimensions  # type: ignore[union-attr]
     vectors = np.random.default_rng(3).standard_normal((3, dims)).astype(np.float32)
-    assert vectors_store(EVENTS, [pk for pk, _ in pending], vectors.tolist(), "test-model") == 3
-    for (pk, _), vector in zip(pending, vectors, strict=True):
-        stored = SessionEvent.objects.get(pk=pk)
+    assert vectors_store(EVENTS, pending, vectors.tolist(), "test-model") == 3
+    for row, vector in zip(pending, vectors, strict=True):
+        stored = SessionEvent.objects.get(pk=row.pk)
         assert stored.embedding_model == "test-model"
         assert np.array_equal(np.asarray(stored.embedding, dtype=np.float32), vector)  # the float32s, exactly
     assert rows_without_vectors(EVENTS, ids) == [] and vectors_store(EVENTS, [], [], "test-model") == 0
@@ -142,10 +142,11 @@ def test_a_vectors_relaxed_commit_leaves_other_writes_durable(client: Client, te
     assert EVENT_BATCHER.flush(timeout=60)
     SessionEvent.objects.filter(pk__in=ids).update(embedding=None, embedding_model="")
     vectors = np.eye(2, DIMENSIONS, dtype=np.float32)
-    assert vectors_store(EVENTS, ids[:1], vectors[:1].tolist(), "test-model") == 1
+    pending = sorted(rows_without_vectors(EVENTS, ids), key=lambda row: ids.index(str(row.pk)))
+    assert vectors_store(EVENTS, pending[:1], vectors[:1].tolist(), "test-model") == 1
     assert _synchronous_commit() == "on"
     with transaction.atomic():
-        assert vectors_store(EVENTS, ids[1:], vectors[1:].tolist(), "test-model") == 1
+        assert vectors_store(EVENTS, pending[1:], vectors[1:].tolist(), "test-model") == 1
         assert _synchronous_commit() == "on"  # the caller's other writes keep their durable commit
     assert set(SessionEvent.objects.filter(pk__in=ids).values_list("embedding_model", flat=True)) == {"test-model"}
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
