@@ -42,9 +42,10 @@ def _dedup_scope(owner: User, project: Project | None) -> Q:
 
 
 def _elsewhere_scope(owner: User, project: Project | None) -> Q:
-    """The owner's learned rows in their other projects: a twin there has now proved itself in two projects."""
+    """The owner's learned rows in their other projects (of orgs they are still a member of): a twin there has now
+    proved itself in two projects."""
     return (Q(owner=owner, deleted_at__isnull=True, superseded_by__isnull=True, project__isnull=False,
-              source_session_id__isnull=False) & ~Q(project=project))
+              source_session_id__isnull=False, project__org__memberships__user=owner) & ~Q(project=project))
 
 
 def _reinforce(twin: KnowledgeItem, *, promote: bool) -> None:
@@ -60,12 +61,12 @@ def _reinforce(twin: KnowledgeItem, *, promote: bool) -> None:
 
 
 def _twin(
-    scope: Q, draft: KnowledgeDraft, vector: list[float] | None
+    scope: Q, draft: KnowledgeDraft, vector: list[float] | None, model: str
 ) -> KnowledgeItem | None:
     rows = KnowledgeItem.objects.filter(scope, type=draft.type).exclude(review_status=ReviewStatus.REJECTED)
     if vector is not None:
         return (
-            rows.filter(embedding__isnull=False)
+            rows.filter(embedding__isnull=False, embedding_model=model)  # another model's distances mean nothing
             .annotate(distance=CosineDistance("embedding", vector))
             .filter(distance__lte=1 - DEDUP_SIMILARITY)
             .order_by("distance", "created_at")
@@ -115,10 +116,10 @@ def knowledge_absorb(
     with transaction.atomic():
         for i, (project, draft) in enumerate(drafts):
             vector = vectors[i] if vectors else None
-            twin = _twin(scope, draft, vector)
+            twin = _twin(scope, draft, vector, model)
             promote = twin is None and elsewhere is not None and project is not None
             if promote and elsewhere is not None:
-                twin = _twin(elsewhere, draft, vector)
+                twin = _twin(elsewhere, draft, vector, model)
             if twin is not None and reinforce:
                 _reinforce(twin, promote=promote)
             if twin is not None:

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from brain.errors import NotFound
 from brain.logs import log_op
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import KnowledgeItem, KnowledgeType, review_usable_by
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible
 
@@ -25,8 +25,10 @@ def action_item_resolve(*, principal: Principal, item_id: uuid.UUID | str) -> Kn
     except ValueError:
         raise NotFound(f"action item {str(item_id)[:60]} not found") from None
     with transaction.atomic():
+        # One held for review is its author's until an owner decides (review_usable_by), as everywhere it is read.
         item = (KnowledgeItem.objects.select_for_update()
-                .filter(pk=pk, type=KnowledgeType.ACTION_ITEM, superseded_by__isnull=True,
+                .filter(review_usable_by(principal.user), pk=pk, type=KnowledgeType.ACTION_ITEM,
+                        superseded_by__isnull=True,
                         project__in=projects_visible(principal=principal).values("id")).first())
         if item is None:
             raise NotFound(f"action item {item_id} not found")

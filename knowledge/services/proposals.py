@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from brain.errors import Conflict, NotFound, ValidationFailed
@@ -63,7 +64,10 @@ def proposal_record_many(
 
 
 def _pending_for(user: User, proposal_id: uuid.UUID | str) -> Proposal:
-    proposal = Proposal.objects.select_for_update().filter(id=proposal_id, owner=user).first()
+    # The user's proposal in a project still visible to them (personal, or of an org they are still a member of):
+    # after leaving an org, its proposals would otherwise still write into its project.
+    visible = Q(project__isnull=True) | Q(project__org__memberships__user=user)
+    proposal = Proposal.objects.select_for_update(of=("self",)).filter(visible, id=proposal_id, owner=user).first()
     if proposal is None:
         raise NotFound(f"proposal {proposal_id} not found")
     if proposal.status != ProposalStatus.PENDING:
@@ -76,7 +80,11 @@ def _apply(proposal: Proposal) -> tuple[KnowledgeItem, bool]:
     if proposal.kind in _DREAM_KINDS:
         return dream_proposal_apply(proposal), False  # a merge or fade changes no row's text
     if proposal.kind == ProposalKind.SKILL_PATCH and proposal.target_id:
-        skill = KnowledgeItem.objects.select_for_update().get(id=proposal.target_id, owner=proposal.owner_id)
+        skill = KnowledgeItem.objects.select_for_update().filter(
+            Q(project__isnull=True) | Q(project_id=proposal.project_id), id=proposal.target_id,
+            owner=proposal.owner_id).first()
+        if skill is None:  # gone, or in another project than the session the proposal came from
+            raise NotFound(f"the skill proposal {proposal.id} extends is not in its project")
         # Append-only: the skill keeps every line it had; the approved rule is added at the end. Its vector
         # is of the text it had until the new one comes (an edit's rule, knowledge_edit).
         skill.content = f"{skill.content.rstrip()}\n- {proposal.content.strip()}"

@@ -141,7 +141,8 @@ def knowledge_teach(
             return _held(item, supersedes_knowledge_id)
         superseded = _supersede(principal=principal, new=item, old_id=supersedes_knowledge_id)
         if superseded:
-            audit_record(actor=principal.user, action=AuditAction.KNOWLEDGE_SUPERSEDED, project=project,
+            # Filed where the rows are: a personal rule's text stays out of the org whose project resolved the call.
+            audit_record(actor=principal.user, action=AuditAction.KNOWLEDGE_SUPERSEDED, project=home,
                          target=f"knowledge:{superseded}", summary=f"by {item.id}: {rule.strip()[:200]}")
     log_op(logger, "knowledge.teach", type=type, project=str(project.id)[:8], superseded=bool(superseded),
            scope=scope)

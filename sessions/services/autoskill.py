@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from django.db import transaction
+from django.db.models import Q
 from pgvector.django import CosineDistance
 
 from brain.logs import log_op
@@ -91,12 +92,14 @@ def score_candidates(events: Sequence[SessionEvent]) -> list[Candidate]:
     return sorted((c for c in winners if c.score >= MIN_SCORE), key=lambda c: (-c.score, c.text))
 
 
-def _skill_for(session: Session, vector: list[float] | None) -> KnowledgeItem | None:
+def _skill_for(session: Session, vector: list[float] | None, model: str) -> KnowledgeItem | None:
     if vector is None:
         return None
     return (
-        KnowledgeItem.objects.filter(owner=session.user, type=KnowledgeType.SKILL, deleted_at__isnull=True,
-                                     embedding__isnull=False)
+        # A skill of the session's project or a personal one: a patch never reaches into another project.
+        KnowledgeItem.objects.filter(Q(project=session.project_id) | Q(project__isnull=True), owner=session.user,
+                                     type=KnowledgeType.SKILL, deleted_at__isnull=True, embedding__isnull=False,
+                                     embedding_model=model)
         .annotate(distance=CosineDistance("embedding", vector))
         .filter(distance__lte=1 - SKILL_MATCH_SIMILARITY)
         .order_by("distance").first()
@@ -120,8 +123,9 @@ def _draft(session: Session, candidate: Candidate, skill: KnowledgeItem | None) 
 def autoskill_work(session: Session, claim: Claim | None) -> int:
     """The autoskill job: proposals for what the session's signals support; finishes the claim with them."""
     candidates = score_candidates(list(session.events.all()))
-    vectors, _ = embed_or_none([c.text for c in candidates], op="autoskill.embed_failed") if candidates else (None, "")
-    drafts = [_draft(session, c, _skill_for(session, vectors[i] if vectors else None))
+    texts = [c.text for c in candidates]
+    vectors, model = embed_or_none(texts, op="autoskill.embed_failed") if candidates else (None, "")
+    drafts = [_draft(session, c, _skill_for(session, vectors[i] if vectors else None, model))
               for i, c in enumerate(candidates)]
     with transaction.atomic():
         created = proposal_record_many(owner=session.user, project=session.project, session_id=session.id,

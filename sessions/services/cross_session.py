@@ -70,7 +70,9 @@ def _draft(pattern: Pattern, projects: dict[uuid.UUID, Project]) -> ScopedDraft:
 def cross_session_run_user(*, user: User, as_of: datetime) -> int | None:
     """Extracts for one user; None (logged as kea.cross.skip) when fewer than 2 sessions closed since last time."""
     cursor, _ = CrossSessionCursor.objects.get_or_create(user=user)
-    closed = Session.objects.filter(user=user, ended_at__isnull=False, ended_at__lte=as_of)
+    # Sessions of projects the user still reaches: after leaving an org, its sessions teach it nothing more.
+    closed = Session.objects.filter(user=user, ended_at__isnull=False, ended_at__lte=as_of,
+                                    project__org__memberships__user=user)
     new = closed.filter(ended_at__gt=cursor.last_ended_at) if cursor.last_ended_at else closed
     new_count = new.count()
     if new_count < MIN_NEW_SESSIONS:

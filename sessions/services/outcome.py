@@ -20,7 +20,7 @@ from brain.errors import Conflict, ValidationFailed
 from brain.logs import log_op
 from brain.sql_rows import execute_prepared
 from brain.text import text_storable
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import KnowledgeItem, KnowledgeType, review_usable_by
 from knowledge.services.skills import skills_promote
 from projects.scope import Principal
 from sessions.models import Session, SessionEvent
@@ -122,7 +122,8 @@ def _retire_action_items(session: Session, ids: Sequence[str]) -> int:
     if not ids:  # the usual close: no query to build
         return 0
     return KnowledgeItem.objects.filter(
-        id__in=_uuids(ids), project_id=session.project_id, type=KnowledgeType.ACTION_ITEM, deleted_at__isnull=True,
+        review_usable_by(session.user_id), id__in=_uuids(ids), project_id=session.project_id,
+        type=KnowledgeType.ACTION_ITEM, deleted_at__isnull=True,
     ).update(deleted_at=timezone.now())
 
 
