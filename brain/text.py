@@ -7,10 +7,14 @@ every text they store or send to SQL, before their first write, so every interfa
 dashboard, CLI, jobs) refuses the same input with the same VALIDATION error naming the field.
 
     text_storable(rule=rule, trigger=trigger, tags=tags)   # raises ValidationFailed, or returns None
+
+A number inside a stored value must be finite: Python's JSON reader takes `NaN` and `1e999` (infinity), which a
+`jsonb` column refuses, so a payload holding one failed the same way.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,10 +35,12 @@ def _problem(text: str) -> str | None:
 
 def text_problem(value: Any, path: str) -> tuple[str, str] | None:
     """The first (where, problem) in `value`, walking dicts (keys and values), lists and tuples; None if
-    every string in it is storable. Other values (numbers, dates, None) are never a problem here."""
+    every string in it is storable and every float finite. Other values (ints, dates, None) are never a problem."""
     if isinstance(value, str):
         problem = _problem(value)
         return (path, problem) if problem else None
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, "must be a finite number (JSON has no NaN or Infinity)"
     if isinstance(value, Mapping):
         for key, item in value.items():
             if isinstance(key, str) and (problem := _problem(key)):

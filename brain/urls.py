@@ -18,6 +18,10 @@ urlpatterns = [
     path("", include("dashboard.urls_landing")),
 ]
 
-# A Host outside ALLOWED_HOSTS or a refused user agent gets a JSON-RPC error on /mcp (Django's page elsewhere).
+# Errors Django answers itself (a Host outside ALLOWED_HOSTS, a refused user agent, a path no route serves, what
+# escaped every handler) come in the format of the path's interface: JSON-RPC on /mcp, the error envelope under /api,
+# JSON on the health routes, Django's pages elsewhere.
 handler400 = "mcpgw.views.bad_request"
 handler403 = "mcpgw.views.permission_denied"
+handler404 = "mcpgw.views.page_not_found"
+handler500 = "mcpgw.views.server_error"

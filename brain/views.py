@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from brain.errors import RETRY_AFTER_SECONDS
 from brain.health import readiness
 
 
-@require_GET
+@require_safe  # GET, and HEAD for probes that send it
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
-@require_GET
+@require_safe
 def readyz(request: HttpRequest) -> JsonResponse:
     checks = readiness()
     ready = all(ok for ok, _ in checks.values())

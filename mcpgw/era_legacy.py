@@ -51,8 +51,7 @@ def _initialize(token: ApiToken, request_id: Any, params: Any) -> HttpResponse:
 
 
 def _valid_id(message: dict[str, Any]) -> bool:
-    request_id = message.get("id")
-    return isinstance(request_id, str | int) and not isinstance(request_id, bool)
+    return p.request_id(message) is not None
 
 
 def _lists_projects(message: dict[str, Any]) -> bool:
@@ -76,10 +75,10 @@ def _authenticated(request: HttpRequest, raw: str, message: dict[str, Any]) -> t
 def handle(request: HttpRequest, raw: str, message: dict[str, Any]) -> HttpResponse:
     method = message.get("method")
     is_request = "id" in message
-    if is_request and method == "initialize":
+    if method == "initialize":  # sent without an id it is still the handshake, not a notification of a session
         token = usable_token(request, raw)
         _check_version_header(request)
-        if not _valid_id(message):
+        if not is_request or not _valid_id(message):
             raise p.RpcError(p.INVALID_REQUEST, "initialize needs a string or integer id", status=400)
         return _initialize(token, message["id"], message.get("params"))
     caller, counted = _authenticated(request, raw, message)

@@ -95,9 +95,8 @@ def handle(request: HttpRequest, token: ApiToken, message: dict[str, Any]) -> Ht
         if not isinstance(message.get("method"), str):
             raise p.RpcError(p.INVALID_REQUEST, "Invalid Request: not a JSON-RPC message", status=400)
         return _notification(request)
-    request_id = message["id"]
-    valid_id = isinstance(request_id, str | int) and not isinstance(request_id, bool)
-    if message.get("jsonrpc") != "2.0" or not valid_id or not isinstance(message.get("method"), str):
+    request_id = p.request_id(message)
+    if message.get("jsonrpc") != "2.0" or request_id is None or not isinstance(message.get("method"), str):
         raise p.RpcError(p.INVALID_REQUEST, "Invalid Request: need jsonrpc \"2.0\", a string or integer id "
                          "and a method", status=400)
     try:

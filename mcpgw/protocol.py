@@ -47,6 +47,12 @@ RATE_LIMITED = -32029
 # The handshake era's "resource not found" (the stateless era uses INVALID_PARAMS with data.uri).
 LEGACY_RESOURCE_NOT_FOUND = -32002
 
+def request_id(message: dict[str, Any]) -> str | int | None:
+    """The message's id when JSON-RPC allows it (a string or an integer), else None: an answer then carries null."""
+    value = message.get("id")
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
 SERVER_NAME = "external-brain"
 SERVER_TITLE = "External Brain"
 

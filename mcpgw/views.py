@@ -20,7 +20,9 @@ from mcpgw import protocol as p
 from mcpgw.auth import bearer_raw, bearer_token, bound_session, origin_allowed, usable_token
 from mcpgw.dispatch import internal_error
 from mcpgw.services import mcp_session_close
+from projects.api.errors import HTTP_CODES, envelope
 
+HEALTH_PATHS = ("/healthz", "/readyz")
 logger = logging.getLogger("mcpgw")
 
 
@@ -87,13 +89,13 @@ def _post(request: HttpRequest) -> HttpResponse:
         raise
     try:
         _rate_limit(request)
-    except p.RpcError as exc:
-        return rpc_error_response(exc, message.get("id"))  # the caller can match the refusal to its request
-    raw = bearer_raw(request)
-    if era_modern.applies(request, message):
-        return era_modern.handle(request, usable_token(request, raw), message)
-    # The handshake era authenticates itself: a tools/call reads token and session in one round trip.
-    return era_legacy.handle(request, raw, message)
+        raw = bearer_raw(request)
+        if era_modern.applies(request, message):
+            return era_modern.handle(request, usable_token(request, raw), message)
+        # The handshake era authenticates itself: a tools/call reads token and session in one round trip.
+        return era_legacy.handle(request, raw, message)
+    except p.RpcError as exc:  # a refusal (rate, token, session) the caller can match to its request by its id
+        return rpc_error_response(exc, p.request_id(message))
 
 
 @lean
@@ -131,20 +133,41 @@ def not_an_endpoint(request: HttpRequest, rest: str) -> HttpResponse:
         "for the Cognibrain tools), exactly as written, without a trailing slash", status=404))
 
 
-def _json_on_mcp(request: HttpRequest, exception: Exception | None, status: int, message: str,
-                 page: Callable[[HttpRequest, Exception], HttpResponse]) -> HttpResponse:
-    """An error handler's answer: a JSON-RPC error on /mcp, Django's own `page` elsewhere."""
-    if request.path.startswith("/mcp"):
-        return rpc_error_response(p.RpcError(p.INVALID_REQUEST, message, status=status))
-    return page(request, exception or Exception())
+def _own_format(request: HttpRequest, exception: Exception | None, status: int, message: str,
+                page: Callable[..., HttpResponse]) -> HttpResponse:
+    """An error handler's answer in the format of the interface the path belongs to: a JSON-RPC error on /mcp, the
+    API's envelope under /api, JSON on the health routes, and Django's own `page` for the pages people read."""
+    path = request.path
+    if path.startswith("/mcp"):
+        code = p.INTERNAL_ERROR if status >= 500 else p.INVALID_REQUEST
+        return rpc_error_response(p.RpcError(code, message, status=status))
+    if path == "/api" or path.startswith("/api/"):
+        return envelope(status, "INTERNAL" if status >= 500 else HTTP_CODES.get(status, "ERROR"), message)
+    if path.rstrip("/") in HEALTH_PATHS:
+        return JsonResponse({"status": "error", "error": message}, status=status)
+    return page(request, exception) if exception is not None else page(request)
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """handler400: JSON for /mcp (e.g. a Host header outside ALLOWED_HOSTS), Django's page elsewhere."""
-    return _json_on_mcp(request, exception, 400, "Bad Request: this Host is not allowed", defaults.bad_request)
+    """handler400, e.g. a Host header outside ALLOWED_HOSTS."""
+    return _own_format(request, exception or Exception(), 400, "Bad Request: this Host is not allowed",
+                       defaults.bad_request)
 
 
 def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """handler403: JSON for /mcp (e.g. a user agent in DISALLOWED_USER_AGENTS), Django's page elsewhere."""
-    return _json_on_mcp(request, exception, 403, "Forbidden: this client is not allowed here",
-                        defaults.permission_denied)
+    """handler403, e.g. a user agent in DISALLOWED_USER_AGENTS."""
+    return _own_format(request, exception or Exception(), 403, "Forbidden: this client is not allowed here",
+                       defaults.permission_denied)
+
+
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler404: a path no route serves (/api/v2/..., /healthz/); /mcp/... and /api/v1/... have their own."""
+    message = (f"Not Found: nothing is served at {request.path}; the REST API is under /api/v1/ (see /api/v1/docs), "
+               "the health checks are /healthz and /readyz, without a trailing slash")
+    return _own_format(request, exception or Exception(), 404, message, defaults.page_not_found)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: what escaped every handler of the interface (its own catch-all logs and answers the rest)."""
+    return _own_format(request, None, 500, "Internal error: the server failed on this request; it has been logged",
+                       defaults.server_error)

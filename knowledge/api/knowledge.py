@@ -38,7 +38,7 @@ from knowledge.services.review import knowledge_review_decide
 from knowledge.services.teach import Taught, knowledge_teach
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
-from projects.api.pagination import MAX_LIMIT, paginate
+from projects.api.pagination import MAX_LIMIT, PageLimit, paginate
 from projects.api.schemas import TextQuery
 from projects.models import STACK_NAME_MAX
 from projects.scope import Principal
@@ -56,7 +56,7 @@ class KnowledgeFilters(TextQuery):
     projectId: uuid.UUID | None = None  # noqa: N815
     q: str | None = QField(None, max_length=QUERY_MAX, description="rank by the retrieval engine (one page, no cursor)")
     cursor: str | None = None
-    limit: int | None = None
+    limit: PageLimit = None
 
 
 class SearchQuery(TextQuery):
@@ -139,7 +139,7 @@ def create_knowledge(request: HttpRequest, payload: TeachIn) -> Status[TaughtOut
 class ReviewFilters(TextQuery):
     projectId: uuid.UUID | None = None  # noqa: N815
     cursor: str | None = None
-    limit: int | None = None
+    limit: PageLimit = None
 
 
 @router.get("/review", response={200: KnowledgePage, **ERRORS}, summary="Members' rules waiting for your review")

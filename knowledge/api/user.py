@@ -14,7 +14,7 @@ from knowledge.services.actions import action_item_resolve
 from knowledge.services.peer import peer_card_set
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
-from projects.api.pagination import paginate
+from projects.api.pagination import PageLimit, paginate
 from projects.selectors.addressed import account_user
 
 actions_router = Router(tags=["action items"])
@@ -26,7 +26,7 @@ class ActionFilters(Schema):
     status: ActionStatus = "open"
     projectId: uuid.UUID | None = None  # noqa: N815
     cursor: str | None = None
-    limit: int | None = None
+    limit: PageLimit = None
 
 
 @actions_router.get("", response={200: ActionItemPage, **ERRORS}, summary="Your action items")

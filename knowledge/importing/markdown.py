@@ -155,7 +155,7 @@ class _Reader:
 def _meta(raw: str) -> dict[str, Any] | None:
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

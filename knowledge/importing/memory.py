@@ -48,7 +48,7 @@ def parse_jsonl(text: str) -> list[ParsedRule]:
             continue
         try:
             record = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ImportRejected(f"line {number} is not JSON: {exc}") from None
         kind = record.get("type") if isinstance(record, dict) else None
         if kind == "entity":

@@ -6,13 +6,17 @@ counters, confidence, decay, dates, deletion, its old id and project (by name) a
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
+
+from django.utils.dateparse import parse_datetime
 
 from knowledge.importing.types import ImportRejected, ParsedRule
 
 FORMATS = ("external-brain-export/1", "external-brain-export/2")
 _RESTORED = ("id", "projectId", "source", "stage", "confidence", "successCount", "failureCount", "decayScore",
              "framework", "language", "lastUsedAt", "createdAt", "deletedAt", "supersededById", "pinned")
+_DATES = ("lastUsedAt", "createdAt", "deletedAt")
 
 
 def looks_like_export(text: str) -> bool:
@@ -20,10 +24,47 @@ def looks_like_export(text: str) -> bool:
     return head.startswith("{") and '"format"' in head and "external-brain-export/" in head
 
 
+def _problem(key: str, value: Any) -> str | None:
+    """What a restored field's value must be, when it is not (None: it fits). Checked before anything is written:
+    a value the write-back could not store failed after the file's earlier rows were in."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if key in ("confidence", "decayScore"):
+        if not number or not math.isfinite(value):
+            return "must be a finite number"
+        return "must be between 0 and 1" if key == "confidence" and not 0 <= value <= 1 else None
+    if key in ("successCount", "failureCount"):
+        return None if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else "must be a count"
+    if key == "pinned":
+        return None if isinstance(value, bool) else "must be true or false"
+    if value is not None and not isinstance(value, str):
+        return "must be a string"
+    if key in _DATES and value and not _is_datetime(value):
+        return "must be an ISO date-time"
+    return None
+
+
+def _is_datetime(text: str) -> bool:
+    try:
+        return parse_datetime(text) is not None
+    except ValueError:  # the shape of one, but not a real date ("2024-13-45T00:00:00")
+        return False
+
+
+def _restored(row: dict[str, Any], index: int) -> dict[str, Any]:
+    restore = {key: row[key] for key in _RESTORED if key in row}
+    for key, value in restore.items():
+        if problem := _problem(key, value):
+            raise ImportRejected(f"knowledge[{index}].{key} {problem}; got {str(value)[:60]!r}")
+    for key in ("tags", "fileGlobs"):
+        if not isinstance(row.get(key) or [], list):
+            raise ImportRejected(f"knowledge[{index}].{key} must be a list")
+    return restore
+
+
 def _row(row: Any, index: int, projects: dict[str, str]) -> ParsedRule:
     if not isinstance(row, dict) or not isinstance(row.get("rule"), str) or not isinstance(row.get("type"), str):
         raise ImportRejected(f"knowledge[{index}] needs at least the strings 'type' and 'rule'")
-    restore = {key: row[key] for key in _RESTORED if key in row}
+    restore = _restored(row, index)
     restore["projectName"] = projects.get(str(row.get("projectId")), "") if row.get("projectId") else ""
     return ParsedRule(
         content=row["rule"], type=row["type"], trigger=str(row.get("trigger") or ""),
@@ -37,10 +78,12 @@ def parse_export(text: str) -> list[ParsedRule]:
     """The knowledge rows of an export, oldest first as written; sessions and tokens are not imported."""
     try:
         document = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ImportRejected(f"not valid JSON: {exc}") from None
     if not isinstance(document, dict) or document.get("format") not in FORMATS:
         raise ImportRejected(f"not an External Brain export: 'format' must be one of {', '.join(FORMATS)}")
+    if not isinstance(document.get("projects") or [], list):
+        raise ImportRejected("'projects' must be a list")
     projects = {str(p.get("id")): str(p.get("name") or "") for p in document.get("projects") or []
                 if isinstance(p, dict)}
     rows = document.get("knowledge") or []

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -37,6 +37,17 @@ class ErrorBody(Schema):
 
 class ErrorEnvelope(Schema):
     error: ErrorBody
+
+
+def envelope(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> JsonResponse:
+    """The envelope outside a ninja operation (a wrapper around one, or Django's error handlers for /api paths)."""
+    return JsonResponse({"error": {"code": code, "message": message, "details": details or {}}}, status=status)
+
+
+def too_big_message() -> tuple[str, dict[str, Any]]:
+    cap = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return (f"the request body is larger than {cap} bytes; send less (split a large import into several requests)",
+            {"maxBytes": cap})
 
 
 def error_response(
@@ -77,9 +88,8 @@ def install_error_handlers(api: NinjaAPI) -> None:
 
     @api.exception_handler(RequestDataTooBig)
     def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-        cap = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        return error_response(api, request, 413, "VALIDATION", f"the request body is larger than {cap} bytes; "
-                              "send less (split a large import into several requests)", {"maxBytes": cap})
+        message, details = too_big_message()
+        return error_response(api, request, 413, "VALIDATION", message, details)
 
     @api.exception_handler(MultiPartParserError)
     def _bad_multipart(request: HttpRequest, exc: MultiPartParserError) -> HttpResponse:

@@ -6,15 +6,19 @@ A minted token's secret is never stored: replaying that key answers 409 naming t
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 
 from brain.errors import RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, Conflict, database_unavailable
 from projects.api.auth import API_AUTH
+from projects.api.errors import envelope, too_big_message
 from projects.scope import Principal
 from projects.services.idempotency import KEY_MAX, Answer, idempotent_write, request_fingerprint
 
@@ -23,8 +27,22 @@ SECRET_ROUTES = ("/api/v1/tokens",)  # answers carrying a secret shown once
 View = Callable[..., HttpResponseBase]
 
 
-def _envelope(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message, "details": details or {}}}, status=status)
+def _fingerprint(request: HttpRequest) -> str:
+    """The request's content: its raw body, or for a multipart upload its fields and files. A client draws a new
+    multipart boundary for every send, so a retry of the same import would otherwise look like another request."""
+    body = request.body
+    if request.content_type != "multipart/form-data":
+        return request_fingerprint(request.path.encode() + b"\n" + body)
+    try:
+        fields = sorted((name, values) for name, values in request.POST.lists())
+        files = sorted((name, f.name or "", hashlib.sha256(f.read()).hexdigest())
+                       for name, parts in request.FILES.lists() for f in parts)
+    except MultiPartParserError:  # the operation refuses it with its own message
+        return request_fingerprint(request.path.encode() + b"\n" + body)
+    for _, parts in request.FILES.lists():
+        for f in parts:
+            f.seek(0)  # the operation reads them again
+    return request_fingerprint({"path": request.path, "fields": fields, "files": files})
 
 
 def _principal(request: HttpRequest) -> Principal | None:
@@ -54,7 +72,7 @@ def _answer(response: HttpResponseBase) -> Answer:
 def _replayed(request: HttpRequest, answer: Answer) -> JsonResponse:
     if request.path.startswith(SECRET_ROUTES):
         minted = answer.body.get("id") if isinstance(answer.body, dict) else None
-        return _envelope(409, Conflict.code, "this Idempotency-Key already minted a token; its secret was shown "
+        return envelope(409, Conflict.code, "this Idempotency-Key already minted a token; its secret was shown "
                          "once. Use or revoke that token", {"tokenId": minted})
     response = JsonResponse(answer.body, status=answer.status, safe=False)
     response["Idempotent-Replayed"] = "true"
@@ -70,11 +88,14 @@ def idempotent_view(view: View) -> View:
         if request.method != "POST" or key is None:
             return view(request, *args, **kwargs)
         if problem := _key_problem(key):
-            return _envelope(400, "VALIDATION", problem, {"header": HEADER})
+            return envelope(400, "VALIDATION", problem, {"header": HEADER})
         principal = _principal(request)
         if principal is None:
             return view(request, *args, **kwargs)
-        fingerprint = request_fingerprint(request.path.encode() + b"\n" + request.body)
+        try:
+            fingerprint = _fingerprint(request)  # read here, outside the operation whose handlers map its errors
+        except RequestDataTooBig:
+            return envelope(413, "VALIDATION", *too_big_message())
         seen: list[HttpResponseBase] = []
 
         def run() -> Answer:
@@ -88,11 +109,11 @@ def idempotent_view(view: View) -> View:
             answer = idempotent_write(principal=principal, scope=f"POST {request.path}"[:200], key=key,
                                       fingerprint=fingerprint, run=run)
         except Conflict as exc:
-            return _envelope(409, exc.code, exc.message, exc.details)
+            return envelope(409, exc.code, exc.message, exc.details)
         except Exception as exc:
             if not database_unavailable(exc):
                 raise
-            response = _envelope(503, "UNAVAILABLE", UNAVAILABLE_MESSAGE,
+            response = envelope(503, "UNAVAILABLE", UNAVAILABLE_MESSAGE,
                                  {"retryable": True, "retryAfterSeconds": RETRY_AFTER_SECONDS})
             response["Retry-After"] = str(RETRY_AFTER_SECONDS)
             return response

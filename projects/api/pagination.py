@@ -12,18 +12,22 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, transaction
 from django.db.models import Model, Q, QuerySet
 from ninja import Schema
+from pydantic import Field
 
 from brain.errors import ValidationFailed
 
 M = TypeVar("M", bound=Model)
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
+# A list's `limit` query parameter: out of range is refused (VALIDATION naming it), not quietly bent into range.
+PageLimit = Annotated[int | None, Field(ge=1, le=MAX_LIMIT, description=f"rows per page, 1-{MAX_LIMIT} "
+                                        f"(default {DEFAULT_LIMIT})")]
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,7 @@ def _encode(values: Sequence[Any]) -> str:
 def _decode(cursor: str, size: int) -> list[Any]:
     try:
         values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+    except (ValueError, binascii.Error, UnicodeDecodeError, RecursionError):  # deep nesting: not ours either
         values = None
     if not isinstance(values, list) or len(values) != size or not all(isinstance(v, str | int) for v in values):
         raise ValidationFailed("cursor is not one this API issued; start again without it")

@@ -10,7 +10,7 @@ from ninja import Query, Router, Status
 
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
-from projects.api.pagination import paginate
+from projects.api.pagination import PageLimit, paginate
 from projects.api.schemas import ProjectCreateIn, ProjectCreateOut, ProjectOut, ProjectPage, TextQuery
 from projects.models import Project
 from projects.selectors.accounts import project_visible, projects_visible
@@ -25,7 +25,7 @@ class ProjectFilters(TextQuery):
     q: str | None = None
     orgId: uuid.UUID | None = None  # noqa: N815
     cursor: str | None = None
-    limit: int | None = None
+    limit: PageLimit = None
 
 
 def _filtered(qs: QuerySet[Project], filters: ProjectFilters) -> QuerySet[Project]:

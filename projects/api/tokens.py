@@ -12,7 +12,7 @@ from ninja import Query, Router, Status
 
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
-from projects.api.pagination import paginate
+from projects.api.pagination import PageLimit, paginate
 from projects.api.schemas import TextQuery, TokenCreateIn, TokenCreateOut, TokenOut, TokenPage
 from projects.models import ApiToken, User
 from projects.selectors.accounts import project_visible, tokens_of
@@ -29,7 +29,7 @@ class TokenFilters(TextQuery):
     projectId: uuid.UUID | None = None  # noqa: N815
     active: bool | None = None
     cursor: str | None = None
-    limit: int | None = None
+    limit: PageLimit = None
 
 
 def _account(request: HttpRequest) -> User:

@@ -19,7 +19,7 @@ from ninja import NinjaAPI
 from brain.addresses import client_address
 from brain.ratelimit import rate_limit_hit
 from projects.api.auth import API_AUTH
-from projects.api.errors import install_error_handlers
+from projects.api.errors import envelope, install_error_handlers
 from projects.api.idempotency import idempotent_view
 
 api = NinjaAPI(
@@ -55,17 +55,13 @@ for prefix, dotted in ROUTERS:
 View = Callable[..., HttpResponseBase]
 
 
-def _envelope(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message, "details": {}}}, status=status)
-
-
 def _json_405(view: View) -> View:
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         response = view(request, *args, **kwargs)
         if response.status_code == 405 and "json" not in response.get("Content-Type", ""):
             allowed = response.get("Allow", "")
-            replaced = _envelope(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed here; use {allowed}")
+            replaced = envelope(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed here; use {allowed}")
             replaced["Allow"] = allowed
             return replaced
         return response
@@ -83,8 +79,7 @@ def _rate_limited(view: View) -> View:
         limited = rate_limit_hit(credential=credential or None, address=client_address(request), path=request.path)
         if limited is None:
             return view(request, *args, **kwargs)
-        response = JsonResponse({"error": {"code": "RATE_LIMITED", "message": limited.message,
-                                           "details": limited.details()}}, status=429)
+        response = envelope(429, "RATE_LIMITED", limited.message, limited.details())
         response["Retry-After"] = str(limited.retry_after_s)
         return response
 
@@ -93,7 +88,7 @@ def _rate_limited(view: View) -> View:
 
 @csrf_exempt
 def not_found(request: HttpRequest, path: str) -> JsonResponse:
-    return _envelope(404, "NOT_FOUND", f"no API endpoint at /api/v1/{path}; see /api/v1/docs")
+    return envelope(404, "NOT_FOUND", f"no API endpoint at /api/v1/{path}; see /api/v1/docs")
 
 
 def _root(request: HttpRequest, **kwargs: Any) -> JsonResponse:

@@ -16,7 +16,7 @@ from ninja import Query, Router, Schema
 from brain.errors import ValidationFailed
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
-from projects.api.pagination import paginate
+from projects.api.pagination import PageLimit, paginate
 from projects.api.schemas import IsoDateTime
 from projects.scope import Principal
 from projects.selectors.accounts import project_visible
@@ -34,7 +34,7 @@ class SessionFilters(Schema):
     since: IsoDateTime | None = None
     until: IsoDateTime | None = None
     cursor: str | None = None
-    limit: int | None = None
+    limit: PageLimit = None
 
 
 def _instant(value: datetime | None, name: str) -> datetime | None:

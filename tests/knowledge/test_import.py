@@ -125,6 +125,10 @@ def test_dry_run_reports_and_changes_nothing(tenant_a: Tenant) -> None:
         tenant_a.user, "created_projects") else True
 
 
+EXPORT = (b'{"format": "external-brain-export/2", "knowledge": [{"type": "heuristic", "rule": "Always a first rule"},'
+          b' {"type": "heuristic", "rule": "Always a second rule", %s}]}')
+
+
 @pytest.mark.parametrize(("name", "data", "message"), [
     ("logo.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00", "binary"),
     ("CLAUDE.md", b"- caf\xe9 rules\n", "not valid UTF-8"),
@@ -135,6 +139,16 @@ def test_dry_run_reports_and_changes_nothing(tenant_a: Tenant) -> None:
     ("notes.txt", b"- Always x\n", "unknown format"),
     ("memory.jsonl", b'{"type":"entity","name":"A","observations":["ok"]}\n{"nope": 1}\n', "line 2"),
     ("export.json", b'{"format": "something-else/1"}', "not an External Brain export"),
+    # An export's restored fields are checked before anything is written: each of these was a 500 after the file's
+    # earlier rows were in.
+    ("export.json", EXPORT % b'"confidence": "high"', "knowledge[1].confidence must be a finite number"),
+    ("export.json", EXPORT % b'"decayScore": NaN', "knowledge[1].decayScore must be a finite number"),
+    ("export.json", EXPORT % b'"successCount": "x"', "knowledge[1].successCount must be a count"),
+    ("export.json", EXPORT % b'"createdAt": "2024-13-45T00:00:00Z"', "knowledge[1].createdAt must be an ISO date"),
+    ("export.json", EXPORT % b'"tags": 5', "knowledge[1].tags must be a list"),
+    ("export.json", b'{"format": "external-brain-export/2", "projects": 5}', "'projects' must be a list"),
+    ("export.json", b'{"format": "external-brain-export/2", "knowledge": ' + b"[" * 100_000, "not valid JSON"),
+    ("memory.jsonl", b"[" * 100_000 + b"\n", "line 1 is not JSON"),
 ])
 def test_bad_input_fails_that_file_only(tenant_a: Tenant, name: str, data: bytes, message: str) -> None:
     out = _import(tenant_a, (name, data), ("AGENTS.md", "- Always keep one good rule here.\n"))

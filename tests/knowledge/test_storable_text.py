@@ -41,6 +41,8 @@ def test_the_rule_walks_nested_values_and_names_the_path() -> None:
         "payload.a.b[1]": ({"payload": {"a": {"b": ["ok", f"{SURROGATE}"]}}}, "surrogate"),
         "a key of facts": ({"facts": {f"e{NUL}": "vim"}}, "NUL"),
         "tags[0]": ({"tags": (f"{SURROGATE}",)}, "surrogate"),
+        "payload.x": ({"payload": {"x": float("nan")}}, "finite"),
+        "payload.y[1]": ({"payload": {"y": [1.0, float("inf")]}}, "finite"),
     }
     for where, (fields, problem) in cases.items():
         with pytest.raises(ValidationFailed) as caught:
@@ -110,3 +112,19 @@ def test_services_refuse_it_for_every_other_caller(tenant_a: Tenant, tenant_b: T
     assert _rows() == before
     row.refresh_from_db()
     assert (row.trigger, row.superseded_by_id) == ("", None)
+
+
+def test_a_logged_payload_with_nan_or_infinity_is_refused_over_mcp(client: Any, tenant_a: Tenant,
+                                                                    tenant_b: Tenant) -> None:
+    """Python's JSON reader takes `NaN` and `1e999`; `jsonb` does not. The call answers VALIDATION naming the
+    number, as any other bad payload does, instead of an internal error, and stores nothing."""
+    from tests.mcpgw.conftest import Mcp, call_tool, error_of
+
+    mcp = Mcp(client, tenant_a.user_raw)
+    sid = call_tool(mcp, "brain_start_session", {})["structuredContent"]["sessionId"]
+    before = _rows()
+    for payload, where in (({"ratio": float("nan")}, "payload.ratio"), ({"n": [1, float("inf")]}, "payload.n[1]")):
+        result = call_tool(mcp, "brain_log_event", {"sessionId": sid, "eventType": "note", "payload": payload})
+        error = error_of(result)
+        assert error["code"] == "VALIDATION" and error["message"].startswith(f"{where} must be a finite number")
+    assert _rows() == before

@@ -25,6 +25,14 @@ def test_batch_is_400(mcp_a: Mcp) -> None:
     assert error["code"] == p.INVALID_REQUEST and "one JSON-RPC" in error["message"]
 
 
+def test_initialize_without_an_id_is_told_so(mcp_a: Mcp) -> None:
+    """Not a notification of some session: the handshake itself, sent without the id its answer needs."""
+    response = mcp_a.post({"jsonrpc": "2.0", "method": "initialize", "params": {"protocolVersion": "2025-11-25"}})
+    assert response.status_code == 400
+    assert response.json()["error"] == {"code": p.INVALID_REQUEST, "message": "initialize needs a string or integer id"}
+    assert McpSession.objects.count() == 0
+
+
 def test_malformed_json_is_parse_error(mcp_a: Mcp) -> None:
     response = mcp_a.post(None, raw_body=b'{"jsonrpc": "2.0", "id": 1,')
     assert response.status_code == 400
@@ -57,10 +65,14 @@ def test_disallowed_host_is_json_400(mcp_a: Mcp) -> None:
 
 @pytest.mark.parametrize("raw", [None, "ebt_00000000_not-a-real-token"])
 def test_missing_or_invalid_bearer_is_401(client: Client, raw: str | None, tenant_a, caplog) -> None:
-    response = Mcp(client, raw).request("initialize", {"protocolVersion": "2025-11-25"})
+    caller = Mcp(client, raw)
+    response = caller.request("initialize", {"protocolVersion": "2025-11-25"})
     assert response.status_code == 401 and response["WWW-Authenticate"].startswith("Bearer")
     assert response.json()["error"]["code"] == p.SESSION_ERROR
+    assert response.json()["id"] == caller.ids  # the refusal names the request it refuses
     assert [f["reason"] for f in ops(caplog, "mcp.unauth")] == ["missing" if raw is None else "invalid"]
+    unusable = caller.post({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"})
+    assert unusable.status_code == 401 and unusable.json()["id"] is None  # an id JSON-RPC does not allow: null
 
 
 # --- handshake era ---------------------------------------------------------------------------------
