@@ -22,7 +22,8 @@ from knowledge.services.vector_batcher import VectorBatcher
 from sessions.models import SessionEvent
 
 logger = logging.getLogger("sessions")
-EVENTS = Target("session events", SessionEvent, lambda row: row.content, ("content",), ~Q(content=""))
+# Events with no words (an empty or blank text) are never embedded: the write path skips them, and so does the backfill.
+EVENTS = Target("session events", SessionEvent, lambda row: row.content, ("content",), ~Q(content__regex=r"^\s*$"))
 EVENT_BATCHER = VectorBatcher(EVENTS)
 
 

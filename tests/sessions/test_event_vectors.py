@@ -194,3 +194,19 @@ def test_cognibrain_outcomes_and_evidence_do_not_wait_for_the_model(tenant_a, te
     assert EVENT_BATCHER.flush(timeout=60)
     assert not SessionEvent.objects.filter(pk__in=[outcome.pk, evidence.pk], embedding__isnull=True).exists()
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+
+
+def test_an_event_without_words_is_left_unembedded_by_the_backfill_too(client: Client, tenant_a, tenant_b) -> None:
+    """The write path queues no blank text, and the beat task must not give it a vector of nothing either: every such
+    event would share one meaningless vector that session search could rank."""
+    mcp_a, mcp_b = Mcp(client, tenant_a.user_raw), Mcp(client, tenant_b.user_raw)
+    sid_a = call_tool(mcp_a, "brain_start_session", {})["structuredContent"]["sessionId"]
+    sid_b = call_tool(mcp_b, "brain_start_session", {})["structuredContent"]["sessionId"]
+    blank = _log(mcp_a, sid_a, "   ")
+    words = _log(mcp_b, sid_b, "the nightly export finished")
+    assert EVENT_BATCHER.flush(timeout=60)
+    SessionEvent.objects.filter(pk=words).update(embedding=None, embedding_model="")
+    assert SessionEvent.objects.get(pk=blank).content.strip() == ""
+    assert embed_pending_events() == 1  # the other tenant's worded event only
+    assert SessionEvent.objects.get(pk=blank).embedding is None
+    assert SessionEvent.objects.get(pk=words).embedding is not None
