@@ -130,7 +130,9 @@ class GuardPatternAdmin(admin.ModelAdmin):
     list_display = ("pattern", "kind", "severity", "knowledge", "created_at")
     list_filter = ("kind", "severity")
     search_fields = ("pattern", "alternative")
-    raw_id_fields = ("knowledge",)
+    # The pattern is also its rule's trigger (what search finds it by): changing it here would leave the two apart.
+    # A new pattern is a new rule; severity and the alternative stay editable.
+    readonly_fields = ("knowledge", "kind", "pattern")
 
 
 @admin.register(GuardDecision)

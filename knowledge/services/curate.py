@@ -95,6 +95,7 @@ def knowledge_edit(
         item = _editable(principal, item_id)
         if item.deleted_at or item.superseded_by_id:
             raise Conflict("only a live row can be edited; restore it first, or edit its successor")
+        _guard_pattern_kept(item, trigger=trigger, type=type)
         text_changed = (item.content, item.trigger) != (content.strip(), trigger.strip())
         item.content, item.trigger, item.rationale = content.strip(), trigger.strip(), rationale.strip()
         item.type, item.tags, item.confidence = type, clean_tags, confidence
@@ -106,6 +107,14 @@ def knowledge_edit(
             KNOWLEDGE_BATCHER.submit_after_commit([item.pk])
     log_op(logger, "knowledge.edit", id=str(item.id)[:8], reembedded=text_changed)
     return item
+
+
+def _guard_pattern_kept(item: KnowledgeItem, *, trigger: str, type: str) -> None:
+    """A guard rule's trigger is the pattern its guard pattern row matches, and its type ties it to that row: an edit
+    of either would leave the guard enforcing one pattern while search finds the rule by another."""
+    if KnowledgeType.GUARD in (item.type, type) and (item.type != type or item.trigger != trigger.strip()):
+        raise ValidationFailed("a guard rule's pattern and type cannot be edited; remove the rule and add it again "
+                               "with the new pattern (its text and confidence can be edited)")
 
 
 def knowledge_supersede(

@@ -220,3 +220,23 @@ def test_semantic_warnings_compare_only_the_scopes_live_forbidden_actions(tenant
         KnowledgeItem.objects.filter(id=live.id).update(
             review_status=live.review_status, embedding_model=live.embedding_model, deleted_at=None)
     assert warned() == [str(live.id)]
+
+
+def test_a_guard_rules_pattern_and_type_are_not_edited_apart_from_its_guard(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """The rule's trigger is the pattern the guard matches: an edit of it (or of the type) is refused with what to
+    do instead, and an edit of the text leaves the guard as it was."""
+    from knowledge.guard_models import GuardPattern
+    from knowledge.services.curate import knowledge_edit
+
+    rule = guard_rule_add(owner=tenant_a.user, project=tenant_a.project, kind="command_exact", pattern="rm -rf build",
+                          text="Never delete the build folder by hand; run make clean")
+    fields = {"principal": tenant_a.principal, "item_id": rule.id, "rationale": "", "tags": ["guard:command_exact"],
+              "confidence": 1.0}
+    for change in ({"trigger": "rm -rf dist", "type": "guard"}, {"trigger": "rm -rf build", "type": "heuristic"}):
+        with pytest.raises(ValidationFailed, match="remove the rule and add it again"):
+            knowledge_edit(content=rule.content, **change, **fields)  # type: ignore[arg-type]
+    knowledge_edit(content="Never delete the build folder by hand; run `make clean` instead", trigger="rm -rf build",
+                   type="guard", **fields)  # type: ignore[arg-type]
+    assert GuardPattern.objects.get(knowledge=rule).pattern == "rm -rf build"
+    assert guard_decide(owner=tenant_a.user, project=tenant_a.project, action="rm -rf build").allowed is False
+    assert guard_decide(owner=tenant_b.user, project=tenant_b.project, action="rm -rf build").allowed is True
