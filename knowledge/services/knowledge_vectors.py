@@ -19,7 +19,8 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
 
 from brain.logs import log_op
@@ -32,6 +33,16 @@ logger = logging.getLogger("knowledge")
 MEMORY_SOURCE = "memory_add"
 MEMORY_NEAR_DUPLICATE = 0.95  # cosine similarity at or above which a memory is the one already stored
 REPO_SCOPE_TAG = "scope:repo"
+# A memory stored with scope `task` carries `task:<session id>` and is dropped when that session ends.
+TASK_TAG_PREFIX = "task:"
+
+
+def lasting() -> Q:
+    """Rows that outlive every session: a repo memory must never be merged into, or answered by, a task memory
+    of some session, which goes when that session ends and would take the repo memory with it."""
+    table = KnowledgeItem._meta.db_table
+    sql = f'NOT EXISTS (SELECT 1 FROM unnest("{table}"."tags") AS tag WHERE tag LIKE %s)'  # noqa: S608 - the model's table
+    return Q(RawSQL(sql, [TASK_TAG_PREFIX + "%"], output_field=BooleanField()))  # noqa: S611 - a parameter
 
 
 def knowledge_embedding_text(*, trigger: str, content: str) -> str:
@@ -49,6 +60,8 @@ def _memory_scope(row: KnowledgeItem) -> Q:
     where = Q(project_id=row.project_id) if row.project_id else Q(owner_id=row.owner_id, project__isnull=True)
     if REPO_SCOPE_TAG not in row.tags:
         where &= Q(tags__contains=row.tags)
+    else:
+        where &= lasting()
     return where & review_usable_by(row.owner_id)
 
 

@@ -20,7 +20,12 @@ from knowledge.guard_models import GuardKind, GuardPattern, GuardSeverity
 from knowledge.models import RULE_MAX, RULE_MIN, KnowledgeItem, KnowledgeType, ReviewStatus, review_usable_by
 from knowledge.services.create import KnowledgeDraft, knowledge_create
 from knowledge.services.guard import guard_alternative_set, guard_rule_add
-from knowledge.services.knowledge_vectors import MEMORY_NEAR_DUPLICATE, MEMORY_SOURCE, knowledge_vectors_deferred
+from knowledge.services.knowledge_vectors import (
+    MEMORY_NEAR_DUPLICATE,
+    MEMORY_SOURCE,
+    knowledge_vectors_deferred,
+    lasting,
+)
 from projects.scope import Principal
 from sessions.models import ApplicationRole, Session, SessionEvent, SessionKnowledgeApplication
 from sessions.services.correction_kea import correction_derive
@@ -208,7 +213,7 @@ def memory_add(*, principal: Principal, session: Session, content: str, scope: s
     where = (Q(project=project) if project else Q(owner=principal.user, project__isnull=True)) & review_usable_by(
         principal.user)
     with transaction.atomic():
-        existing = _near_duplicate(where & Q(tags__contains=tags) if scope != "repo" else where, clean)
+        existing = _near_duplicate(where & Q(tags__contains=tags) if scope != "repo" else where & lasting(), clean)
         if existing is not None:
             return MemoryAdded(existing.id, False)
         policy = policy_parse(clean)

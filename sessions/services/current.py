@@ -22,6 +22,7 @@ from brain.errors import ValidationFailed
 from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.models import KnowledgeItem
+from knowledge.services.knowledge_vectors import TASK_TAG_PREFIX
 from projects.models import PROJECT_NAME_MAX, Project
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible
@@ -38,7 +39,7 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)?$")
 
 def task_tag(session: Session) -> str:
     """The tag of memories stored with scope `task`: they live as long as this session."""
-    return f"task:{session.id}"
+    return f"{TASK_TAG_PREFIX}{session.id}"
 
 
 def _lock(*keys: object) -> None:

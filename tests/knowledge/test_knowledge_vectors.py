@@ -174,3 +174,33 @@ def test_a_vector_of_a_text_edited_meanwhile_is_not_stored(settings: Any, tenant
     assert KnowledgeItem.objects.get(pk=theirs.item.pk).embedding is not None
     assert _ids(tenant_a.principal, "quarantine an intermittent socket test", "vector")[:1] == [str(taught.item.pk)]
     assert _ids(tenant_b.principal, "quarantine an intermittent socket test", "vector") == [str(theirs.item.pk)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_repo_memory_is_never_folded_into_another_sessions_task_memory(client: Client, tenant_a: Tenant,
+                                                                         tenant_b: Tenant) -> None:
+    """A task memory goes when its session ends; a repo memory of the same words, added in another session, must
+    stay: answered by the task memory's id, or merged into it, it went with it."""
+    text = "The staging database is reset every Sunday night: keep the test fixtures reproducible"
+
+    def add(caller: Cog, session: str, content: str, scope: str) -> dict[str, Any]:
+        args = {"content": content, "scope": scope}
+        return call_tool(caller, "cognibrain_memory_add", args, session=session)["structuredContent"]
+
+    first, second = Cog(client, tenant_a.user_raw), Cog(client, tenant_a.user_raw)
+    other = Cog(client, tenant_b.user_raw)
+    in_task, in_repo, theirs = first.initialize(), second.initialize(), other.initialize()
+    task = add(first, in_task, text, "task")
+    assert KNOWLEDGE_BATCHER.flush(timeout=60)
+    repo = add(second, in_repo, text, "repo")
+    near = add(second, in_repo, text.replace(": keep", "; keep"), "repo")  # merged into the repo one, not the task one
+    foreign = add(other, theirs, text, "repo")
+    assert repo["stored"] is True and repo["id"] != task["id"] and foreign["id"] not in (task["id"], repo["id"])
+    assert KNOWLEDGE_BATCHER.flush(timeout=60)
+    assert str(KnowledgeItem.objects.get(pk=repo["id"]).superseded_by_id or "") == ""
+    assert str(KnowledgeItem.objects.get(pk=near["id"]).superseded_by_id) == repo["id"]
+    call_tool(first, "cognibrain_session_end", {}, session=in_task)
+    assert KnowledgeItem.objects.get(pk=task["id"]).deleted_at is not None  # the task memory went with its session
+    kept = KnowledgeItem.objects.get(pk=repo["id"])
+    assert kept.deleted_at is None and kept.superseded_by_id is None
+    assert KnowledgeItem.objects.get(pk=foreign["id"]).deleted_at is None
