@@ -25,3 +25,9 @@ class Principal:
     @property
     def is_project_scoped(self) -> bool:
         return self.token is not None and self.token.project_id is not None
+
+    @property
+    def reads_personal(self) -> bool:
+        """Whether reads include the user's own project-less rows: not for a project-scoped token, whose reads are
+        narrowed to its project as its writes are (the spec's authorization matrix)."""
+        return not self.is_project_scoped

@@ -26,11 +26,12 @@ _SKILL_COLUMNS = ("t.id, t.type, t.trigger, t.content, t.rationale, t.stage, t.c
 
 
 def knowledge_live(*, principal: Principal) -> QuerySet[KnowledgeItem]:
-    """Rows the caller may read: visible projects' rows plus their own project-less rows, not retired; a row
-    held for review (pending or rejected) only for its author."""
+    """Rows the caller may read: visible projects' rows plus their own project-less rows (not through a project-scoped
+    token), not retired; a row held for review (pending or rejected) only for its author."""
     visible = projects_visible(principal=principal).values("id")
     return KnowledgeItem.objects.filter(
-        Q(project__in=visible) | Q(project__isnull=True, owner=principal.user),
+        Q(project__in=visible) | (Q(project__isnull=True, owner=principal.user) if principal.reads_personal
+                                  else Q(pk__in=[])),
         review_clear() | Q(owner=principal.user),
         deleted_at__isnull=True, superseded_by__isnull=True,
     )

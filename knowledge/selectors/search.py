@@ -85,7 +85,8 @@ def others_discounted(found: CandidateSet, *, viewer_id: uuid.UUID) -> None:
 
 def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None = None,
                     project: Project | None = None) -> Scope:
-    """Rows the caller may retrieve: visible projects' rows plus the caller's own project-less rows,
+    """Rows the caller may retrieve: visible projects' rows plus the caller's own project-less rows (not through a
+    project-scoped token: `Principal.reads_personal`),
     narrowed to one visible project when given; never deleted, superseded, decayed out or action items.
     `project`: one the caller has just resolved as visible to `principal` (a session's open), not read again."""
     if project is not None:
@@ -94,15 +95,16 @@ def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None 
         project_ids = [project_visible(principal=principal, project_id=project_id).id]
     else:
         project_ids = visible_project_ids(principal=principal)
+    personal = " OR (t.project_id IS NULL AND t.owner_id = %(scope_user)s)" if principal.reads_personal else ""
     sql = (
-        "(t.project_id = ANY(%(scope_projects)s::uuid[]) OR (t.project_id IS NULL AND t.owner_id = %(scope_user)s))"
+        f"(t.project_id = ANY(%(scope_projects)s::uuid[]){personal})"
         " AND t.deleted_at IS NULL AND t.superseded_by_id IS NULL AND t.type <> 'action_item'"
         " AND (t.decay_score > %(decay_floor)s OR t.type = 'decision')"
         f" AND {REVIEW_USABLE_SQL}"  # a member's rule waiting for review reaches only its author
     )
     params = {"scope_projects": project_ids, "scope_user": principal.user.id,
               "decay_floor": decay_floor()}
-    return Scope(sql, params, project_ids=tuple(project_ids), unassigned=True)
+    return Scope(sql, params, project_ids=tuple(project_ids), unassigned=principal.reads_personal)
 
 
 def knowledge_search(

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
+from brain.errors import Conflict, NotFound, ValidationFailed
 from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.models import (
@@ -50,10 +50,8 @@ def _editable(principal: Principal, item_id: uuid.UUID | str) -> KnowledgeItem:
         raise NotFound(f"knowledge {item_id} not found")
     token_project = principal.token.project_id if principal.token else None
     if token_project is not None and item.project_id != token_project:
-        if item.project_id is not None:  # another project: this token cannot even see it
-            raise NotFound(f"knowledge {item_id} not found")
-        # the user's own project-less row: this token may read it (knowledge_live) but never change it
-        raise ForbiddenProject("this token is bound to one project; change personal knowledge with a user-scoped token")
+        # another project, or the user's project-less rows: a project-scoped token sees neither (knowledge_live)
+        raise NotFound(f"knowledge {item_id} not found")
     return item
 
 

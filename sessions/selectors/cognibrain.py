@@ -54,7 +54,8 @@ def _path_match(item: KnowledgeItem, files: Sequence[str], langs: set[str]) -> b
 
 
 def _live(principal: Principal, session: Session) -> Q:
-    scope = Q(project=session.project) | Q(owner=principal.user, project__isnull=True)
+    scope = Q(project=session.project) | (Q(owner=principal.user, project__isnull=True) if principal.reads_personal
+                                          else Q(pk__in=[]))
     return scope & review_usable_by(principal.user) & Q(
         deleted_at__isnull=True, superseded_by__isnull=True, decay_score__gt=decay_floor(), confidence__gte=0.5,
         type__in=CONVENTION_TYPES)
@@ -107,7 +108,8 @@ def _degraded() -> list[str]:
 
 def health_of(*, principal: Principal, now: datetime | None = None) -> Health:
     visible = projects_visible(principal=principal).values("id")
-    mine = (Q(project__in=visible) | Q(owner=principal.user, project__isnull=True))
+    mine = Q(project__in=visible) | (Q(owner=principal.user, project__isnull=True) if principal.reads_personal
+                                     else Q(pk__in=[]))
     live = KnowledgeItem.objects.filter(mine, review_usable_by(principal.user), deleted_at__isnull=True,
                                         superseded_by__isnull=True).exclude(type=KnowledgeType.ACTION_ITEM)
     old = (now or timezone.now()) - STALE_AFTER

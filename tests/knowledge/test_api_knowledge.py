@@ -124,9 +124,10 @@ def test_update_supersede_delete_and_their_scope(tenant_a: Tenant, tenant_b: Ten
                   404, "NOT_FOUND")
         api_error(client.delete(f"/api/v1/knowledge/{foreign}"), 404, "NOT_FOUND")
     scoped, personal = bearer(tenant_a.project_raw), f"/api/v1/knowledge/{rows['personal'].id}"
-    assert scoped.get(personal).status_code == 200  # readable, as retrieval reads it
-    api_error(scoped.patch(personal, {"rule": "Tabs everywhere"}, content_type=JSON), 403, "FORBIDDEN_PROJECT")
-    api_error(scoped.delete(personal), 403, "FORBIDDEN_PROJECT")
+    # A project-scoped token's reads are narrowed to its project (the spec's matrix): personal rows are not there.
+    api_error(scoped.get(personal), 404, "NOT_FOUND")
+    api_error(scoped.patch(personal, {"rule": "Tabs everywhere"}, content_type=JSON), 404, "NOT_FOUND")
+    api_error(scoped.delete(personal), 404, "NOT_FOUND")
     successor = client.post(f"{url}/supersede", {"rule": "Run pytest -x -q --lf"}, content_type=JSON)
     assert successor.status_code == 201 and successor.json()["supersededId"] == str(rows["pytest"].id)
     assert KnowledgeItem.objects.get(id=rows["pytest"].id).superseded_by_id == uuid.UUID(successor.json()["id"])

@@ -12,6 +12,7 @@ from brain.errors import NotFound, ValidationFailed
 from knowledge.embeddings import LOCAL_MODEL_NAME
 from knowledge.injection import build_injection, count_tokens
 from knowledge.models import KnowledgeItem
+from knowledge.selectors.live import knowledge_live
 from knowledge.selectors.search import knowledge_search
 from knowledge.services.backfill import embeddings_backfill
 from knowledge.services.create import KnowledgeDraft, knowledge_create, knowledge_create_many
@@ -82,17 +83,22 @@ def test_second_tenant_identical_text_never_appears(tenant_a: Tenant, tenant_b: 
         knowledge_search(principal=tenant_a.principal, query="x", project_id=tenant_b.project.id)
 
 
-def test_project_token_sees_only_its_project_and_personal_rows(tenant_a: Tenant) -> None:
+def test_project_token_sees_only_its_project(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """The spec's authorization matrix: a project-scoped token's reads are narrowed to its project, the user's own
+    project-less rows included only through a user-scoped token (reads as narrow as the token's writes)."""
     from projects.services.accounts import project_ensure_named
 
     other, _ = project_ensure_named(user=tenant_a.user, name="Other")
     here = knowledge_create(owner=tenant_a.user, project=tenant_a.project, draft=KnowledgeDraft("Lint with ruff"))
     mine = knowledge_create(owner=tenant_a.user, project=None, draft=KnowledgeDraft("Lint with ruff always"))
     there = knowledge_create(owner=tenant_a.user, project=other, draft=KnowledgeDraft("Lint with ruff strictly"))
+    knowledge_create(owner=tenant_b.user, project=None, draft=KnowledgeDraft("Lint with ruff, bravo's way"))
     scoped = {h.id for h in knowledge_search(principal=tenant_a.project_principal, query="lint ruff").hits}
-    assert scoped == {here.id, mine.id}
+    assert scoped == {here.id}
+    assert {row.id for row in knowledge_live(principal=tenant_a.project_principal)} == {here.id}
     wide = {h.id for h in knowledge_search(principal=tenant_a.principal, query="lint ruff").hits}
     assert wide == {here.id, mine.id, there.id}
+    assert {row.id for row in knowledge_live(principal=tenant_a.principal)} == {here.id, mine.id, there.id}
 
 
 def test_retired_decayed_and_action_items_are_excluded(tenant_a: Tenant) -> None:

@@ -37,13 +37,14 @@ def test_project_create_is_refused_in_the_service(tenant_a: Tenant) -> None:
     assert Project.objects.count() == before
 
 
-def test_curation_refuses_personal_rows_to_a_project_token(tenant_a: Tenant, tenant_b: Tenant) -> None:
+def test_curation_through_a_project_token_reaches_only_its_project(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """Personal rows are as far out of a project-scoped token's reach as another project's (the spec's matrix)."""
     personal = knowledge_create(owner=tenant_a.user, project=None, draft=KnowledgeDraft(content="Prefer tabs"))
     side, _ = project_ensure_named(user=tenant_a.user, name="Side")
     other = knowledge_create(owner=tenant_a.user, project=side, draft=KnowledgeDraft(content="Side uses sqlite"))
     mine = knowledge_create(owner=tenant_a.user, project=tenant_a.project, draft=KnowledgeDraft(content="Use ruff"))
     scoped = tenant_a.project_principal
-    for row, error in ((personal, ForbiddenProject), (other, NotFound)):
+    for row, error in ((personal, NotFound), (other, NotFound)):
         with pytest.raises(error):
             knowledge_edit(principal=scoped, item_id=row.id, content="Changed rule", trigger="", rationale="",
                            type=row.type, tags=[], confidence=0.5)
@@ -57,7 +58,7 @@ def test_curation_refuses_personal_rows_to_a_project_token(tenant_a: Tenant, ten
                           type=mine.type, tags=[], confidence=0.5).content == "Use ruff always"
     api_error(bearer(tenant_a.project_raw).post(f"/api/v1/knowledge/{personal.id}/supersede",
                                                 {"rule": "Tabs everywhere"}, content_type=JSON),
-              403, "FORBIDDEN_PROJECT")
+              404, "NOT_FOUND")
     for row in (personal, other):
         row.refresh_from_db()
         assert row.deleted_at is None and row.superseded_by_id is None and row.content in ("Prefer tabs",
