@@ -108,8 +108,10 @@ def learnings_validate(items: list[Any] | None) -> LearningsVerdict:
     return verdict
 
 
-def ask_back_hint(*, learnings_accepted: int, success: bool, user_feedback: str | None) -> str | None:
-    """The nudge of a learning-less close: strong after failure or thumbs-down, gentle otherwise."""
-    if learnings_accepted > 0:
+def ask_back_hint(*, learnings_submitted: int, success: bool, user_feedback: str | None) -> str | None:
+    """The nudge of a learning-less close: strong after failure or thumbs-down, gentle otherwise; none when the agent
+    sent learnings, even if all were dropped (the spec: absent when learnings were submitted; the dropped ones come
+    back with their reasons)."""
+    if learnings_submitted > 0:
         return None
     return HINT_STRONG if (not success or user_feedback == "down") else HINT_GENTLE

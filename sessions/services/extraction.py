@@ -132,7 +132,9 @@ def _scoped_drafts(session: Session, extraction: Extraction) -> list[ScopedDraft
     drafts: list[ScopedDraft] = []
     for finding in extraction.kept:
         if extraction.mode == "refine" and finding.source == "decision":
-            decision = replace(finding, type=KnowledgeType.DECISION, confidence=min(finding.confidence, 1.0))
+            # The team's call skips the judge, not the refine mode's confidence cap (the spec: clamped <= 0.95).
+            decision = replace(finding, type=KnowledgeType.DECISION,
+                               confidence=min(finding.confidence, MAX_REFINED_CONFIDENCE))
             drafts.append((session.project, decision.draft(framework=session.framework,
                                                              extra_tags=("close_capture", "decision"))))
             continue

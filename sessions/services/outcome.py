@@ -181,7 +181,7 @@ def _close(principal: Principal, session: Session, report: OutcomeReport) -> Ses
         action_items_resolved=resolved,
         learnings_accepted=tuple(LearningAccepted(i, it["trigger"], it["rule"]) for i, it in verdict.accepted),
         learnings_dropped=tuple(LearningDropped(d["index"], d["reason"]) for d in verdict.dropped),
-        hint=ask_back_hint(learnings_accepted=len(verdict.accepted), success=report.success, user_feedback=feedback),
+        hint=ask_back_hint(learnings_submitted=len(report.learnings), success=report.success, user_feedback=feedback),
     )
     session.ended_at = session.updated_at = timezone.now()
     session.success, session.user_feedback, session.quality_score = report.success, feedback or "", scores.sqs

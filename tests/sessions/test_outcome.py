@@ -103,6 +103,18 @@ def test_failure_counts_and_strong_hint(tenant_a: Tenant) -> None:
     assert stored.outcome["report"]["userFeedback"] == "down" and stored.outcome["result"]["sqs"] == result.scores.sqs
 
 
+def test_no_ask_back_when_learnings_were_sent_even_if_all_were_dropped(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    sent = session_open(principal=tenant_a.principal).session
+    result = session_report_outcome(principal=tenant_a.principal, session_id=str(sent.id),
+                                    report=OutcomeReport(success=False, learnings=[{"trigger": "x"}, "junk"]))
+    assert result.learnings_accepted == () and [d.index for d in result.learnings_dropped] == [0, 1]
+    assert result.hint is None  # the agent did try: the reasons it gets back say what to fix
+    silent = session_open(principal=tenant_b.principal).session
+    quiet = session_report_outcome(principal=tenant_b.principal, session_id=str(silent.id),
+                                   report=OutcomeReport(success=False))
+    assert quiet.hint == HINT_STRONG
+
+
 def test_learnings_validated_one_by_one(tenant_a: Tenant) -> None:
     session = session_open(principal=tenant_a.principal).session
     good = {"trigger": "when adding forms", "rule": "use react-hook-form with zod", "rationale": "team standard",
