@@ -109,14 +109,16 @@ def knowledge_absorb(
         [knowledge_embedding_text(trigger=d.trigger, content=d.content) for _, d in drafts],
         op="knowledge.embed_failed",
     )
-    scope = _dedup_scope(owner, dedup_project)
     elsewhere = _elsewhere_scope(owner, dedup_project) if source_session_id else None
     result = AbsorbResult()
     review_of = _review_lookup(owner)
     with transaction.atomic():
         for i, (project, draft) in enumerate(drafts):
             vector = vectors[i] if vectors else None
-            twin = _twin(scope, draft, vector, model)
+            # The owner's personal rows and those of the project the draft goes to (or the one given for all):
+            # the daily extract's patterns each go to their own project and met only personal rows, so a pattern
+            # supported again was stored again instead of reinforced.
+            twin = _twin(_dedup_scope(owner, dedup_project or project), draft, vector, model)
             promote = twin is None and elsewhere is not None and project is not None
             if promote and elsewhere is not None:
                 twin = _twin(elsewhere, draft, vector, model)

@@ -85,9 +85,12 @@ def _apply(proposal: Proposal) -> tuple[KnowledgeItem, bool]:
             owner=proposal.owner_id).first()
         if skill is None:  # gone, or in another project than the session the proposal came from
             raise NotFound(f"the skill proposal {proposal.id} extends is not in its project")
-        # Append-only: the skill keeps every line it had; the approved rule is added at the end. Its vector
-        # is of the text it had until the new one comes (an edit's rule, knowledge_edit).
-        skill.content = f"{skill.content.rstrip()}\n- {proposal.content.strip()}"
+        # Append-only: the skill keeps every line it had; the approved rule is added at the end, once (two
+        # sessions may propose the same line). Its vector is of the text it had until the new one comes.
+        line = f"- {proposal.content.strip()}"
+        if line in skill.content.splitlines():
+            return skill, False
+        skill.content = f"{skill.content.rstrip()}\n{line}"
         if skill.stage in (SkillStage.INBOX, SkillStage.NOTES):  # a human approved work on it: offer it
             skill.stage = SkillStage.KNOWLEDGE
         skill.embedding, skill.embedding_model = None, ""

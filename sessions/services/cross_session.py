@@ -67,27 +67,42 @@ def _draft(pattern: Pattern, projects: dict[uuid.UUID, Project]) -> ScopedDraft:
     return (next(iter(seen_in.values())) if len(seen_in) == 1 else None, finding.draft(extra_tags=tags))
 
 
+class CursorMoved(Exception):
+    """Another run for the same user moved the cursor first: this run's rows roll back (they are that run's)."""
+
+
 def cross_session_run_user(*, user: User, as_of: datetime) -> int | None:
-    """Extracts for one user; None (logged as kea.cross.skip) when fewer than 2 sessions closed since last time."""
+    """Extracts for one user; None (logged as kea.cross.skip) when fewer than 2 sessions closed since last time, or
+    when another run for the user finished first. Only patterns that a newly closed session supports count: the
+    window's older sessions were mined by earlier runs, and counting them again reinforced the same rows every day."""
     cursor, _ = CrossSessionCursor.objects.get_or_create(user=user)
     # Sessions of projects the user still reaches: after leaving an org, its sessions teach it nothing more.
     closed = Session.objects.filter(user=user, ended_at__isnull=False, ended_at__lte=as_of,
                                     project__org__memberships__user=user)
     new = closed.filter(ended_at__gt=cursor.last_ended_at) if cursor.last_ended_at else closed
-    new_count = new.count()
-    if new_count < MIN_NEW_SESSIONS:
+    new_ids = set(new.values_list("id", flat=True))
+    if len(new_ids) < MIN_NEW_SESSIONS:
         log_op(logger, "kea.cross.skip", userId=str(user.id)[:8], reason="too_few_new_sessions",
-               newSessionCount=new_count)
+               newSessionCount=len(new_ids))
         return None
     window = list(closed.select_related("project").order_by("-ended_at")[:WINDOW])
     projects = {session.id: session.project for session in window}
-    drafts = [_draft(p, projects) for p in patterns(window)]
-    last_ended = window[0].ended_at
+    drafts = [_draft(p, projects) for p in patterns(window) if new_ids & set(p.sessions)]
+    last_ended, seen = window[0].ended_at, cursor.last_ended_at
 
     def move_cursor(_: AbsorbResult) -> None:
-        CrossSessionCursor.objects.filter(id=cursor.id).update(last_ended_at=last_ended, last_run_on=as_of.date())
+        # Only from where this run read it: two runs at once (the nightly beat and a dream job) both saw the same
+        # new sessions, and the second would store or reinforce the same patterns again.
+        moved = CrossSessionCursor.objects.filter(id=cursor.id, last_ended_at=seen).update(
+            last_ended_at=last_ended, last_run_on=as_of.date())
+        if not moved:
+            raise CursorMoved
 
-    result = knowledge_absorb(owner=user, drafts=drafts, before_commit=move_cursor)
+    try:
+        result = knowledge_absorb(owner=user, drafts=drafts, before_commit=move_cursor)
+    except CursorMoved:
+        log_op(logger, "kea.cross.skip", userId=str(user.id)[:8], reason="another_run_finished_first")
+        return None
     return len(result.created)
 
 

@@ -94,3 +94,19 @@ def test_inline_vectors_are_stored_before_the_approval_returns(settings: Any, te
     assert patched.embedding is not None and list(patched.embedding) != before
     assert Proposal.objects.get(pk=theirs["skill_patch"].pk).status == ProposalStatus.PENDING
     assert not KnowledgeItem.objects.filter(owner=tenant_b.user, content__contains=PATCH).exists()
+
+
+@pytest.mark.django_db
+def test_the_same_line_proposed_by_two_sessions_is_appended_once(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    skill, _ = _proposals(tenant_a)
+    again = ProposalDraft(target_key=f"skill:{skill.id}", kind="skill_patch", content=PATCH, score=5,
+                          target_id=skill.id)
+    proposal_record_many(owner=tenant_a.user, project=tenant_a.project, session_id=uuid.uuid4(), drafts=[again])
+    patches = Proposal.objects.filter(owner=tenant_a.user, kind="skill_patch")
+    assert patches.count() == 2
+    for patch in patches:
+        proposal_approve(user=tenant_a.user, proposal_id=patch.id)
+    content = KnowledgeItem.objects.get(pk=skill.pk).content
+    assert content.splitlines().count(f"- {PATCH}") == 1
+    assert set(patches.values_list("status", flat=True)) == {ProposalStatus.APPROVED}
+    assert not Proposal.objects.filter(owner=tenant_b.user).exists()

@@ -113,3 +113,28 @@ def test_cross_session_keeps_patterns_seen_twice(
         assert cross_session_run_all(as_of=AS_OF) == 0  # rerun: nobody has new sessions
     assert KnowledgeItem.objects.filter(owner=tenant_a.user).count() == 1
     assert sum(1 for r in caplog.records if getattr(r, "op_fields", {}).get("op") == "kea.cross.skip") == 2
+
+
+def test_a_later_run_does_not_count_the_same_old_sessions_again(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """Each run reads a window of the last sessions, old ones included; a pattern only they support was counted
+    by the run that first saw it, and reinforcing it on every later run pushed it up the skill stages with no new
+    evidence."""
+    _three_sessions(tenant_a, AS_OF - timedelta(days=10))
+    assert cross_session_run_all(as_of=AS_OF - timedelta(days=6)) == 1
+    row = KnowledgeItem.objects.get(owner=tenant_a.user)
+    before = (row.success_count, row.confidence)
+    for day, text in enumerate(["Always pin the docker base image by digest.", "Write the changelog entry first."]):
+        closed_session(user=tenant_a.user, project=tenant_a.project, prompt=f"later {day}",
+                       ended_at=AS_OF - timedelta(days=3 - day), events=[("user_correction", text, {})])
+    assert cross_session_run_all(as_of=AS_OF) == 0  # two new sessions, nothing they share
+    row.refresh_from_db()
+    assert (row.success_count, row.confidence) == before  # the old pattern was not reinforced again
+    closed_session(user=tenant_a.user, project=tenant_a.project, prompt="again", ended_at=AS_OF - timedelta(hours=5),
+                   events=[("user_correction", "Never use print for debugging output; use the logging module.", {})])
+    closed_session(user=tenant_a.user, project=tenant_a.project, prompt="more", ended_at=AS_OF - timedelta(hours=4),
+                   events=[("user_correction", "Run the formatter before every commit.", {})])
+    cross_session_run_all(as_of=AS_OF + timedelta(days=1))
+    row.refresh_from_db()
+    assert row.success_count == before[0] + 1  # a new session supports it: counted once more, on the same row
+    assert KnowledgeItem.objects.filter(owner=tenant_a.user, content__icontains="print for debugging").count() == 1
+    assert not KnowledgeItem.objects.filter(owner=tenant_b.user).exists()
