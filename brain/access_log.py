@@ -12,6 +12,7 @@ the answer's first byte. Web replicas run gunicorn, whose own access logger appl
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import Any
 
@@ -20,6 +21,18 @@ from brain.logs import log_op
 
 logger = logging.getLogger("brain.http")
 MCP_PATH = "/mcp"
+# Paths that carry a secret (a password reset's or a sign-up check's token, an invitation's key): whoever reads the
+# log could use it, so the access line shows the route with the secret replaced.
+SECRET_SEGMENTS = (re.compile(r"(/password/reset/[^/]+/)(?!set-password/)[^/?]+"),
+                   re.compile(r"(/signup/verify/[^/]+/)[^/?]+"),
+                   re.compile(r"^(/invitations/)[^/?]+"))
+
+
+def secret_free(path: str) -> str:
+    """`path` with the secret part of a reset, sign-up check or invitation link replaced by `***`."""
+    for pattern in SECRET_SEGMENTS:
+        path = pattern.sub(r"\1***", path)
+    return path
 
 
 def app_logged(environ: dict[str, Any], status: str | int | None) -> bool:
@@ -37,7 +50,7 @@ def access_logged(app: WsgiApp) -> WsgiApp:
         def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
             if not app_logged(environ, status):
                 log_op(logger, "http.access", method=environ.get("REQUEST_METHOD", ""),
-                       path=environ.get("PATH_INFO", ""), status=int(status[:3]),
+                       path=secret_free(environ.get("PATH_INFO", "")), status=int(status[:3]),
                        ms=round((time.perf_counter() - started) * 1000, 2))
             return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
 

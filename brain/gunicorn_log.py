@@ -16,7 +16,7 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
-from brain.access_log import app_logged
+from brain.access_log import app_logged, secret_free
 
 SHM = "/dev/shm"  # noqa: S108 - gunicorn makes its heartbeat file there with mkstemp (unique name, mode 0600)
 
@@ -31,4 +31,5 @@ class AccessLogger(Logger):
     def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> None:
         if app_logged(environ, getattr(resp, "status", None)):
             return
-        super().access(resp, req, environ, request_time)
+        shown = {**environ, **{key: secret_free(environ[key]) for key in ("PATH_INFO", "RAW_URI") if key in environ}}
+        super().access(resp, req, shown, request_time)

@@ -30,7 +30,7 @@ def _require_owner(*, user: User, org: Org) -> None:
 def org_create(*, user: User, name: str) -> Org:
     """A team org with the caller as its only owner."""
     text_storable(name=name)
-    name = (name or "").strip()
+    name = " ".join((name or "").split())  # one line: it is shown in lists and mail subjects
     if not name or len(name) > ORG_NAME_MAX:
         raise ValidationFailed(f"an org name needs 1-{ORG_NAME_MAX} characters")
     root = (slugify(name) or "team")[: SLUG_MAX - 10]  # room for a "-<n>" suffix

@@ -78,7 +78,8 @@ def org_detail(request: HttpRequest, slug: str) -> HttpResponse:
 def _send_invitation(*, org_name: str, email: str, raw: str, inviter: str) -> None:
     link = public_link(reverse("invitation_accept", args=[raw]))
     body = render_to_string("orgs/invitation_email.txt", {"org": org_name, "link": link, "inviter": inviter})
-    send_mail(f"Join {org_name} on External Brain", body, settings.DEFAULT_FROM_EMAIL, [email])
+    # A subject is one line (Django refuses a line break in it); orgs named before names were kept to one line.
+    send_mail(f"Join {' '.join(org_name.split())} on External Brain", body, settings.DEFAULT_FROM_EMAIL, [email])
 
 
 @login_required

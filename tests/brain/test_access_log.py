@@ -87,3 +87,41 @@ def test_the_wrapper_times_and_skips_in_process(caplog: pytest.LogCaptureFixture
     assert [line.split(" ms=")[0] for line in lines] == [
         "op=http.access method=POST path=/mcp status=401", "op=http.access method=GET path=/mcp status=200"]
     assert all(float(line.split(" ms=")[1]) >= 0 for line in lines)
+
+
+def test_secret_links_are_logged_without_their_secret(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    """A password reset's token, a sign-up check's token and an invitation's key are credentials: whoever reads the
+    log must not be able to follow the link. The route stays readable."""
+    from brain.access_log import secret_free
+    from brain.gunicorn_log import AccessLogger
+
+    secrets = {
+        "/accounts/password/reset/MQ/cn1x2a-0f3c9d8e7b6a5/": "/accounts/password/reset/MQ/***/",
+        "/accounts/password/reset/MQ/set-password/": "/accounts/password/reset/MQ/set-password/",
+        "/accounts/signup/verify/MQ/cn1x2a-0f3c9d8e7b6a5/": "/accounts/signup/verify/MQ/***/",
+        "/invitations/Zm9vYmFyLXNlY3JldC1rZXk/": "/invitations/***/",
+        "/orgs/acme/invitations/5f0c8a52-53f4-4c8e-9a43-2f7a0d1b9c11/revoke": (
+            "/orgs/acme/invitations/5f0c8a52-53f4-4c8e-9a43-2f7a0d1b9c11/revoke"),  # an id, not a secret
+    }
+    assert {path: secret_free(path) for path in secrets} == secrets
+    app = access_logged(status_app)
+    caplog.set_level(logging.INFO, logger="brain.http")
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/invitations/Zm9vYmFyLXNlY3JldC1rZXk/", "QUERY_STRING": ""}
+    list(app(environ, lambda status, headers, exc_info=None: None))
+    assert "path=/invitations/***/" in caplog.text and "Zm9vYmFy" not in caplog.text
+    # The web replicas' gunicorn access line, through the project's logger class.
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from gunicorn.config import Config
+
+    config = Config()
+    config.set("accesslog", str(tmp_path / "access.log"))
+    gunicorn_logger = AccessLogger(config)
+    raw = "/accounts/password/reset/MQ/cn1x2a-0f3c9d8e7b6a5/"
+    gunicorn_logger.access(SimpleNamespace(status="200 OK", sent=10, response_length=10, headers=[]),
+                           SimpleNamespace(headers=[]), {"REQUEST_METHOD": "GET", "RAW_URI": raw, "PATH_INFO": raw,
+                                                         "QUERY_STRING": "", "SERVER_PROTOCOL": "HTTP/1.1",
+                                                         "REMOTE_ADDR": "127.0.0.1"}, timedelta(milliseconds=3))
+    written = (tmp_path / "access.log").read_text()
+    assert "/accounts/password/reset/MQ/***/" in written and "cn1x2a" not in written

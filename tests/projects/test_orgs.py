@@ -117,3 +117,16 @@ def test_other_tenant_cannot_touch_an_org(tenant_a: Tenant, tenant_b: Tenant) ->
     assert bob.post(f"/orgs/{org.slug}/members/{membership.pk}/remove").status_code == 404
     assert "Acme" not in bob.get("/orgs/").content.decode()
     assert Membership.objects.filter(pk=membership.pk).exists()
+
+
+@pytest.mark.django_db
+def test_an_org_name_is_one_line_and_its_invitation_mail_goes_out(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """A line break in the name made the mail's subject invalid: the invitation was saved, the page answered 500."""
+    alice = _client(tenant_a)
+    alice.post("/orgs/", {"name": "Acme\r\nBcc: everyone@example.com"})
+    org = Org.objects.get(memberships__user=tenant_a.user, personal_for__isnull=True)
+    assert org.name == "Acme Bcc: everyone@example.com"
+    Org.objects.filter(pk=org.pk).update(name="Old\nname")  # one named before names were kept to one line
+    _invite(alice, Org.objects.get(pk=org.pk), tenant_b.user.email)
+    assert mail.outbox[-1].subject == "Join Old name on External Brain"
+    assert Invitation.objects.filter(org=org).count() == 1
