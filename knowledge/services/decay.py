@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import F, Func, Value
 
 from brain.logs import log_op
 from knowledge.models import KnowledgeItem, KnowledgeType
@@ -64,10 +65,9 @@ def decay_score(item: KnowledgeItem, as_of: datetime) -> float:
     return round(max(math.exp(-days / half_life_days(item)), FLOOR), 6)
 
 
-def _flagged_tags(item: KnowledgeItem) -> list[str]:
+def _flagged(item: KnowledgeItem) -> bool:
     rate = effectiveness(item)
-    tags = [t for t in item.tags if t != LOW_EFFECTIVENESS_TAG]
-    return [*tags, LOW_EFFECTIVENESS_TAG] if rate is not None and rate < LOW_EFFECTIVENESS else tags
+    return rate is not None and rate < LOW_EFFECTIVENESS
 
 
 def _propose_retirement(run_id: uuid.UUID, item: KnowledgeItem, score: float) -> float:
@@ -77,27 +77,59 @@ def _propose_retirement(run_id: uuid.UUID, item: KnowledgeItem, score: float) ->
     return item.decay_score
 
 
-def decay_scope_run(*, scope: NightlyScope, as_of: datetime, propose_to: uuid.UUID | None = None) -> DecayReport:
-    """Recomputes decay and the low-effectiveness flag for one scope as of `as_of` (same input, same result).
-    With `propose_to` (a dream run), a row that would cross the decay floor is proposed to fade instead."""
+@dataclass
+class DecayPlan:
+    """What a run computed from the rows as it read them: new scores, and rows to flag or unflag."""
+
+    rows: list[KnowledgeItem]
+    scores: dict[uuid.UUID, float] = field(default_factory=dict)
+    flag: list[uuid.UUID] = field(default_factory=list)
+    unflag: list[uuid.UUID] = field(default_factory=list)
+
+
+def decay_plan(*, scope: NightlyScope, as_of: datetime, propose_to: uuid.UUID | None = None) -> DecayPlan:
+    """Reads the scope's rows and computes their decay and low-effectiveness flag as of `as_of`. With `propose_to`
+    (a dream run), a row that would cross the decay floor is proposed to fade instead."""
     items = list(scope.items().exclude(type=KnowledgeType.DECISION).exclude(pinned=True).only(
         "id", "owner_id", "project_id", "type", "trigger", "content", "tags", "success_count", "failure_count",
         "last_used_at", "created_at", "decay_score"))
-    changed, floor = [], decay_floor()
+    plan, floor = DecayPlan(rows=items), decay_floor()
     for item in items:
-        score, tags = decay_score(item, as_of), _flagged_tags(item)
+        score = decay_score(item, as_of)
         if propose_to is not None and score <= floor < item.decay_score:
             score = _propose_retirement(propose_to, item, score)
-        if score != item.decay_score or tags != item.tags:
-            item.decay_score, item.tags = score, tags
-            changed.append(item)
+        if score != item.decay_score:
+            plan.scores[item.id] = score
+        flagged, was = _flagged(item), LOW_EFFECTIVENESS_TAG in item.tags
+        if flagged != was:
+            (plan.flag if flagged else plan.unflag).append(item.id)
+    return plan
+
+
+def decay_apply(plan: DecayPlan) -> int:
+    """Writes the plan: each score, and the flag added or removed in SQL on the tags as they are now. Writing back
+    the tags as read lost a tag added since (a reaffirmed rule's, an approved age-out's `aged_out`, which then
+    halved the row's confidence a second time). Rows are written in key order, as a session's credit locks them."""
+    rows = sorted((KnowledgeItem(id=pk, decay_score=score) for pk, score in plan.scores.items()), key=lambda r: r.id)
     with transaction.atomic():
-        KnowledgeItem.objects.bulk_update(changed, ["decay_score", "tags"], batch_size=500)
-    report = DecayReport(
-        rows=len(items), changed=len(changed),
-        retired=sum(1 for i in items if i.decay_score <= floor),
-        flagged=sum(1 for i in items if LOW_EFFECTIVENESS_TAG in i.tags),
-    )
+        KnowledgeItem.objects.bulk_update(rows, ["decay_score"], batch_size=500)
+        tag = Value(LOW_EFFECTIVENESS_TAG)
+        KnowledgeItem.objects.filter(id__in=plan.flag).exclude(tags__contains=[LOW_EFFECTIVENESS_TAG]).update(
+            tags=Func(F("tags"), tag, function="array_append", output_field=KnowledgeItem._meta.get_field("tags")))
+        KnowledgeItem.objects.filter(id__in=plan.unflag).update(
+            tags=Func(F("tags"), tag, function="array_remove", output_field=KnowledgeItem._meta.get_field("tags")))
+    return len(set(plan.scores) | set(plan.flag) | set(plan.unflag))
+
+
+def decay_scope_run(*, scope: NightlyScope, as_of: datetime, propose_to: uuid.UUID | None = None) -> DecayReport:
+    """Recomputes decay and the low-effectiveness flag for one scope as of `as_of` (same input, same result)."""
+    plan = decay_plan(scope=scope, as_of=as_of, propose_to=propose_to)
+    changed, floor = decay_apply(plan), decay_floor()
+    scores = {item.id: plan.scores.get(item.id, item.decay_score) for item in plan.rows}
+    flagged = sum(1 for i in plan.rows if (LOW_EFFECTIVENESS_TAG in i.tags or i.id in plan.flag)
+                  and i.id not in plan.unflag)
+    report = DecayReport(rows=len(plan.rows), changed=changed,
+                         retired=sum(1 for score in scores.values() if score <= floor), flagged=flagged)
     log_op(logger, "decay.run", scope=scope.key, asOf=as_of.isoformat(), rows=report.rows, changed=report.changed,
            retired=report.retired, flagged=report.flagged)
     return report

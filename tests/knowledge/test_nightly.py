@@ -66,6 +66,23 @@ def test_decay_uses_effectiveness_dependent_half_lives(tenant_a: Tenant, tenant_
     assert decay_scope_run(scope=_scope(tenant_a), as_of=AS_OF).changed == 0  # rerun: same result
 
 
+def test_decay_keeps_tags_written_while_it_ran(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """The run reads its rows, computes, then writes: a tag added in between (a reaffirmed rule's, an approved
+    age-out's) stays, and the flag is added or removed on the tags as they are when written."""
+    from knowledge.services.decay import decay_apply, decay_plan
+
+    weak = _row(tenant_a, "mock the database in integration tests", days_unused=45, success_count=1, failure_count=9)
+    healed = _row(tenant_a, "retry the flaky upload twice", days_unused=45, success_count=9, failure_count=1)
+    KnowledgeItem.objects.filter(id=healed.id).update(tags=["low_effectiveness"])
+    theirs = _row(tenant_b, "bob's weak rule", days_unused=45, success_count=1, failure_count=9)
+    plan = decay_plan(scope=_scope(tenant_a), as_of=AS_OF)
+    KnowledgeItem.objects.filter(id__in=[weak.id, healed.id]).update(tags=["aged_out"])  # written meanwhile
+    decay_apply(plan)
+    tags = dict(KnowledgeItem.objects.values_list("id", "tags"))
+    assert tags[weak.id] == ["aged_out", "low_effectiveness"] and tags[healed.id] == ["aged_out"]
+    assert tags[theirs.id] == [] and KnowledgeItem.objects.get(id=theirs.id).decay_score == 1.0
+
+
 def test_fan_out_covers_every_scope(tenant_a: Tenant, tenant_b: Tenant) -> None:
     _row(tenant_a, "a project rule that has aged well", days_unused=90)
     personal = _row(tenant_b, "a personal rule that follows bob around", days_unused=1000, project=False)
