@@ -65,7 +65,7 @@ def dream_proposal_apply(proposal: Proposal) -> KnowledgeItem:
 
     if proposal.kind == ProposalKind.MERGE:
         survivor = _live(signals.get("into"), proposal.owner_id)
-        merge_into(survivor, item)
+        merge_into(survivor, item)  # both were just locked live by `_live`
         return survivor
     if signals.get("fade") == AGE_OUT:
         KnowledgeItem.objects.filter(id=item.id).update(confidence=F("confidence") * AGE_OUT_FACTOR,

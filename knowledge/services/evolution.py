@@ -64,14 +64,23 @@ def _neighbours(scope: NightlyScope, item: KnowledgeItem, similarity: float) -> 
     )
 
 
-def merge_into(survivor: KnowledgeItem, twin: KnowledgeItem) -> None:
-    extra = [t for t in [*twin.tags, f"source:{twin.source}" if twin.source else ""] if t and t not in survivor.tags]
-    KnowledgeItem.objects.filter(id=survivor.id).update(
-        success_count=F("success_count") + twin.success_count, failure_count=F("failure_count") + twin.failure_count,
-        tags=[*survivor.tags, *extra][:40],
-    )
-    survivor.tags = [*survivor.tags, *extra][:40]
-    KnowledgeItem.objects.filter(id=twin.id).update(superseded_by=survivor)
+def merge_into(survivor: KnowledgeItem, twin: KnowledgeItem) -> bool:
+    """Folds `twin` into `survivor` (counters summed, tags and source appended), once: both rows are locked and read
+    again, so a second run, or an approval, that meets the pair after another folded it changes nothing (it added
+    the twin's counters to the survivor twice, and wrote back tags as read minutes before). False: not folded."""
+    live = {row.id: row for row in KnowledgeItem.objects.select_for_update().filter(
+        id__in=[survivor.id, twin.id], deleted_at__isnull=True, superseded_by__isnull=True).order_by("id")}
+    if len(live) < 2:
+        return False
+    kept, folded = live[survivor.id], live[twin.id]
+    extra = [t for t in [*folded.tags, f"source:{folded.source}" if folded.source else ""] if t and t not in kept.tags]
+    tags = [*kept.tags, *extra][:40]
+    KnowledgeItem.objects.filter(id=kept.id).update(
+        success_count=F("success_count") + folded.success_count,
+        failure_count=F("failure_count") + folded.failure_count, tags=tags)
+    KnowledgeItem.objects.filter(id=folded.id).update(superseded_by=kept)
+    survivor.tags = tags
+    return True
 
 
 def merge_duplicates(scope: NightlyScope, propose_to: uuid.UUID | None = None) -> int:
@@ -89,7 +98,8 @@ def merge_duplicates(scope: NightlyScope, propose_to: uuid.UUID | None = None) -
                 # A pinned row is never folded away: it would leave retrieval like a faded one.
                 if twin.type == item.type and newer and not twin.pinned and not opposes(item, twin):
                     if propose_to is None:
-                        merge_into(item, twin)
+                        if not merge_into(item, twin):
+                            continue
                     elif not propose_merge(propose_to, item, twin, 1 - float(getattr(twin, "distance", 0.0))):
                         continue
                     merged += 1

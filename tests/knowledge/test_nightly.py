@@ -83,6 +83,24 @@ def test_decay_keeps_tags_written_while_it_ran(tenant_a: Tenant, tenant_b: Tenan
     assert tags[theirs.id] == [] and KnowledgeItem.objects.get(id=theirs.id).decay_score == 1.0
 
 
+def test_a_pair_is_folded_once_whoever_meets_it_second(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """Two runs (the nightly one and `brain jobs run evolution`, or a run and an approved merge) that both read the
+    pair live: the second changes nothing, instead of adding the twin's counters to the survivor again."""
+    from knowledge.services.evolution import merge_into
+
+    survivor = _row(tenant_a, "run the linter before every commit", days_unused=1, success_count=3)
+    twin = _row(tenant_a, "run the linter before each commit", days_unused=1, success_count=4, failure_count=1)
+    KnowledgeItem.objects.filter(id=twin.id).update(tags=["ci"])
+    theirs = _row(tenant_b, "run the linter before every commit", days_unused=1, success_count=2)
+    stale_survivor, stale_twin = KnowledgeItem.objects.get(id=survivor.id), KnowledgeItem.objects.get(id=twin.id)
+    assert merge_into(survivor, KnowledgeItem.objects.get(id=twin.id)) is True
+    assert merge_into(stale_survivor, stale_twin) is False  # read live before the first fold, met after it
+    kept = KnowledgeItem.objects.get(id=survivor.id)
+    assert (kept.success_count, kept.failure_count, kept.tags) == (7, 1, ["ci"])
+    assert KnowledgeItem.objects.get(id=twin.id).superseded_by_id == survivor.id
+    assert KnowledgeItem.objects.get(id=theirs.id).success_count == 2
+
+
 def test_fan_out_covers_every_scope(tenant_a: Tenant, tenant_b: Tenant) -> None:
     _row(tenant_a, "a project rule that has aged well", days_unused=90)
     personal = _row(tenant_b, "a personal rule that follows bob around", days_unused=1000, project=False)
