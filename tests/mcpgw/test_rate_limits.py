@@ -26,12 +26,17 @@ INIT = ('{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersi
         '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}')
 
 
+# A day's window: the windows are fixed to the clock, and a test that crossed a window's end (a replica process takes
+# seconds to start) found its counts reset.
+WINDOW = 86_400
+
+
 @pytest.fixture
 def limited(settings: Any) -> Any:
     """Tiny limits in a private key space; the keys are deleted afterwards."""
     prefix = f"test:rl:{uuid.uuid4().hex}:"
     settings.RATE_LIMIT_REDIS_URL, settings.RATE_LIMIT_KEY_PREFIX = REDIS_URL, prefix
-    settings.BRAIN_RATE_LIMITS = {"window_s": 60, "per_token": 3, "per_address": 100}
+    settings.BRAIN_RATE_LIMITS = {"window_s": WINDOW, "per_token": 3, "per_address": 100}
     yield settings
     client = redis.Redis.from_url(REDIS_URL)
     for key in client.scan_iter(f"{prefix}*"):
@@ -48,13 +53,13 @@ def test_mcp_token_over_its_rate_gets_a_json_rpc_429_with_a_retry_hint(limited: 
     response = discover(mcp_a)
     assert response.status_code == 429
     retry = int(response["Retry-After"])
-    assert 1 <= retry <= 60
+    assert 1 <= retry <= WINDOW
     body = response.json()
     assert body["id"] == mcp_a.ids  # the refusal names the request it refuses
     error = body["error"]
     assert error["code"] == p.RATE_LIMITED and "Retry in" in error["message"]
     assert error["data"] == {"retryable": True, "retryAfterSeconds": retry, "scope": "token", "limit": 3,
-                             "windowSeconds": 60}
+                             "windowSeconds": WINDOW}
     # The other tenant's token, from the same address, has its own counter.
     assert discover(mcp_b).status_code == 200
 
@@ -95,7 +100,7 @@ import sys, django
 django.setup()
 from django.conf import settings
 settings.RATE_LIMIT_REDIS_URL, settings.RATE_LIMIT_KEY_PREFIX = sys.argv[1], sys.argv[2]
-settings.BRAIN_RATE_LIMITS = {"window_s": 60, "per_token": 3, "per_address": 100}
+settings.BRAIN_RATE_LIMITS = {"window_s": %d, "per_token": 3, "per_address": 100}
 from brain.ratelimit import rate_limit_hit
 print(rate_limit_hit(credential=sys.argv[3], address="10.7.7.7") is None)
 """
@@ -106,15 +111,15 @@ def test_another_process_counts_into_the_same_window(limited: Any, mcp_a: Mcp) -
     """A second web replica is another process: its requests use up the same token's limit."""
     assert [discover(mcp_a).status_code for _ in range(2)] == [200, 200]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "brain.settings"}
-    replica = subprocess.run([sys.executable, "-c", REPLICA, REDIS_URL, limited.RATE_LIMIT_KEY_PREFIX, str(mcp_a.raw)],
-                             capture_output=True, text=True, env=env, timeout=120, check=True)
+    argv = [sys.executable, "-c", REPLICA % WINDOW, REDIS_URL, limited.RATE_LIMIT_KEY_PREFIX, str(mcp_a.raw)]
+    replica = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=True)
     assert replica.stdout.strip().splitlines()[-1] == "True"  # the third request of the window, from the replica
     assert discover(mcp_a).status_code == 429
 
 
 @pytest.mark.django_db
 def test_the_address_limit_covers_every_token_behind_it(limited: Any, tenant_a: Tenant, tenant_b: Tenant) -> None:
-    limited.BRAIN_RATE_LIMITS = {"window_s": 60, "per_token": 100, "per_address": 2}
+    limited.BRAIN_RATE_LIMITS = {"window_s": WINDOW, "per_token": 100, "per_address": 2}
     one, two = Client(REMOTE_ADDR="10.1.1.1"), Client(REMOTE_ADDR="10.1.1.1")
     assert discover(Mcp(one, tenant_a.user_raw)).status_code == 200
     assert discover(Mcp(two, tenant_b.user_raw)).status_code == 200
@@ -131,7 +136,7 @@ def test_unreachable_redis_lets_requests_and_writes_through_and_says_so(
         settings: Any, tenant_a: Tenant, caplog: pytest.LogCaptureFixture) -> None:
     # Port 1 refuses connections; the db number makes this URL's failure state this test's own.
     settings.RATE_LIMIT_REDIS_URL = f"redis://127.0.0.1:1/{uuid.uuid4().int % 15}"
-    settings.BRAIN_RATE_LIMITS = {"window_s": 60, "per_token": 1, "per_address": 1}
+    settings.BRAIN_RATE_LIMITS = {"window_s": WINDOW, "per_token": 1, "per_address": 1}
     caplog.set_level(logging.WARNING, logger="brain.ratelimit")
     api = bearer(tenant_a.user_raw)
     for n in range(3):
@@ -146,7 +151,7 @@ def test_unreachable_redis_lets_requests_and_writes_through_and_says_so(
 
 @pytest.mark.django_db
 def test_a_zero_limit_is_off(limited: Any, mcp_a: Mcp) -> None:
-    limited.BRAIN_RATE_LIMITS = {"window_s": 60, "per_token": 0, "per_address": 0}
+    limited.BRAIN_RATE_LIMITS = {"window_s": WINDOW, "per_token": 0, "per_address": 0}
     assert {discover(mcp_a).status_code for _ in range(6)} == {200}
 
 
