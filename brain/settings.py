@@ -179,6 +179,8 @@ BRAIN_THROTTLE = {
     "login_max_failures": env_override("BRAIN_LOGIN_MAX_FAILURES", int),
     "login_lockout_minutes": env_override("BRAIN_LOGIN_LOCKOUT_MINUTES", int),
     "signups_per_address_per_hour": env_override("BRAIN_SIGNUPS_PER_ADDRESS_PER_HOUR", int),
+    "mails_per_recipient_per_hour": env_override("BRAIN_MAILS_PER_RECIPIENT_PER_HOUR", int),
+    "mails_per_address_per_hour": env_override("BRAIN_MAILS_PER_ADDRESS_PER_HOUR", int),
 }
 # Sign-up leaves the account inactive until the link mailed to its address is used (projects/services/signup.py).
 SIGNUP_VERIFY_EMAIL = env.bool("BRAIN_SIGNUP_VERIFY_EMAIL", default=False)

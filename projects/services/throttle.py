@@ -8,7 +8,9 @@ A failed sign-in (the dashboard's /accounts/login/ and /admin/login/ alike) coun
 - the account from anywhere ("email:<email>"): a high ceiling against guessing spread over many addresses.
 
 Any key over its limit refuses the attempt, even with the right password, until its lockout ends. Sign-ups
-count per address ("signup:<address>"). Rows are purged by the hourly `projects.purge_expired` job.
+count per address ("signup:<address>"). Mail the server sends on a stranger's request (password resets,
+invitations) counts per recipient ("mail-to:<email>") and per requesting address ("mail-from:<address>"), so
+nobody can use the server to flood an inbox. Rows are purged by the hourly `projects.purge_expired` job.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class ThrottleSettings:
     signups_per_address_per_hour: int = 10
     address_failures: int = 30  # any accounts, one address
     account_failures: int = 100  # one account, any addresses
+    mails_per_recipient_per_hour: int = 5  # password resets and invitations to one address
+    mails_per_address_per_hour: int = 30  # such mails requested from one client address
 
 
 def throttle_settings() -> ThrottleSettings:
@@ -124,6 +128,25 @@ def signup_record(*, ip: str | None) -> None:
     limit = signup_limit()
     if ip and limit.failures > 0:
         _count({f"signup:{ip}": limit}, timezone.now())
+
+
+def _mail_keys(*, to: str, ip: str | None) -> dict[str, Limit]:
+    conf, hour = throttle_settings(), timedelta(hours=1)
+    keys = {f"mail-to:{_email(to)}": Limit(conf.mails_per_recipient_per_hour, hour, hour)}
+    if ip:
+        keys[f"mail-from:{ip}"] = Limit(conf.mails_per_address_per_hour, hour, hour)
+    return {key: limit for key, limit in keys.items() if limit.failures > 0}
+
+
+@transaction.atomic
+def mail_allowed(*, to: str, ip: str | None) -> bool:
+    """Counts one mail to `to` requested from `ip` and says whether it may go: False once the recipient or the
+    address has had its hour's share (the limit-th mail still goes; the next ones wait for the hour's end)."""
+    keys = _mail_keys(to=to, ip=ip)
+    if _blocked_for(list(keys)) is not None:
+        return False
+    _count(keys, timezone.now())
+    return True
 
 
 def login_throttles_purge(*, now: datetime | None = None) -> int:

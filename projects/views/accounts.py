@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -17,12 +19,15 @@ from django.views.decorators.http import require_http_methods
 
 from brain.addresses import public_link
 from brain.errors import ValidationFailed
+from brain.logs import log_op
 from projects.forms import SignUpForm, client_ip, retry_after_seconds, wait_text
 from projects.models import User
 from projects.services.accounts import user_create
 from projects.services.signup import signup_link_parts, user_signup_pending, user_verify
-from projects.services.throttle import signup_blocked_for, signup_record
+from projects.services.throttle import mail_allowed, signup_blocked_for, signup_record
 from projects.views.attempt import Refused, attempt
+
+logger = logging.getLogger(__name__)
 
 
 def _safe_next(request: HttpRequest, default: str) -> str:
@@ -36,6 +41,11 @@ class PasswordResetView(auth_views.PasswordResetView):
 
     def form_valid(self, form: PasswordResetForm) -> HttpResponse:
         self.extra_email_context = {"public_url": public_link("")}
+        email = form.cleaned_data["email"]
+        if not mail_allowed(to=email, ip=client_ip(self.request)):
+            # The page reads the same either way: it never says whether an account exists, nor that a mail waits.
+            log_op(logger, "accounts.reset_mail_throttled", to=email.split("@")[-1], address=client_ip(self.request))
+            return HttpResponseRedirect(self.get_success_url())
         return super().form_valid(form)
 
 

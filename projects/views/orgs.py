@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from brain.addresses import public_link
 from brain.errors import NotFound, ValidationFailed
-from projects.forms import InviteForm, OrgCreateForm, RoleForm
+from projects.forms import InviteForm, OrgCreateForm, RoleForm, client_ip
 from projects.models import Membership, Org, User
 from projects.selectors.orgs import (
     invitations_open,
@@ -35,6 +35,7 @@ from projects.services.orgs import (
     org_create,
     org_review_set,
 )
+from projects.services.throttle import mail_allowed
 from projects.views.attempt import Refused, attempt
 
 
@@ -90,6 +91,10 @@ def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
     form = InviteForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Enter a valid e-mail address and role.")
+        return redirect("org_detail", slug=slug)
+    if not mail_allowed(to=form.cleaned_data["email"], ip=client_ip(request)):
+        messages.error(request, "Too many invitation mails to this address or from here in the last hour; "
+                       "try again later.")
         return redirect("org_detail", slug=slug)
     created = attempt(request, lambda: invitation_create(user=user, org=org, **form.cleaned_data))
     if not isinstance(created, Refused):

@@ -108,6 +108,36 @@ def test_sign_ups_are_limited_per_address(settings: Any) -> None:
 
 
 @pytest.mark.django_db
+def test_mail_on_request_is_limited_per_recipient_and_per_address(settings: Any, tenant_a: Tenant,
+                                                                  tenant_b: Tenant) -> None:
+    """Password resets and invitations are mail a stranger can make the server send: each recipient gets a few an
+    hour, each client address can ask for a few more. A throttled reset reads like any other (no account is
+    revealed); a throttled invitation says so and stores nothing."""
+    from projects.models import Invitation, Org
+    from projects.services.orgs import org_create
+
+    settings.BRAIN_THROTTLE = {"mails_per_recipient_per_hour": 2, "mails_per_address_per_hour": 3}
+
+    def reset(email: str, address: str) -> Any:
+        return Client(REMOTE_ADDR=address).post("/accounts/password/reset/", {"email": email})
+
+    assert [reset(tenant_a.user.email, "10.6.6.6").status_code for _ in range(3)] == [302, 302, 302]
+    assert len(mail.outbox) == 2  # the third reset to the same inbox within the hour is not sent
+    assert reset(tenant_b.user.email, "10.6.6.6").status_code == 302 and len(mail.outbox) == 3  # the address's 3rd
+    assert reset(tenant_b.user.email, "10.6.6.6").status_code == 302 and len(mail.outbox) == 3  # its 4th: not sent
+    assert reset(tenant_b.user.email, "10.6.6.7").status_code == 302 and len(mail.outbox) == 4  # another address
+    org = org_create(user=tenant_a.user, name="Acme")
+    owner = Client(REMOTE_ADDR="10.8.8.8")
+    owner.force_login(tenant_a.user)
+    for _ in range(2):
+        owner.post(f"/orgs/{org.slug}/invite", {"email": "guest@example.com", "role": "member"})
+    refused = owner.post(f"/orgs/{org.slug}/invite", {"email": "guest@example.com", "role": "member"}, follow=True)
+    assert "Too many invitation mails" in refused.content.decode()
+    assert Invitation.objects.filter(org=org).count() == 2 and len(mail.outbox) == 6
+    assert not Org.objects.filter(memberships__user=tenant_b.user, personal_for__isnull=True).exists()
+
+
+@pytest.mark.django_db
 def test_purge_deletes_stale_rows_and_keeps_lockouts(tenant_a: Tenant) -> None:
     now = timezone.now()
     old, recent = now - timedelta(hours=2), now - timedelta(minutes=1)
