@@ -25,13 +25,18 @@ _SKILL_COLUMNS = ("t.id, t.type, t.trigger, t.content, t.rationale, t.stage, t.c
                   "t.failure_count, t.last_used_at, t.created_at, t.project_id, t.framework, t.language")
 
 
+def personal_rows(principal: Principal) -> Q:
+    """The caller's own project-less rows, which every read adds to its projects' rows; nothing through a
+    project-scoped token, whose reads stop at its project (`Principal.reads_personal`)."""
+    return Q(project__isnull=True, owner=principal.user) if principal.reads_personal else Q(pk__in=[])
+
+
 def knowledge_live(*, principal: Principal) -> QuerySet[KnowledgeItem]:
     """Rows the caller may read: visible projects' rows plus their own project-less rows (not through a project-scoped
     token), not retired; a row held for review (pending or rejected) only for its author."""
     visible = projects_visible(principal=principal).values("id")
     return KnowledgeItem.objects.filter(
-        Q(project__in=visible) | (Q(project__isnull=True, owner=principal.user) if principal.reads_personal
-                                  else Q(pk__in=[])),
+        Q(project__in=visible) | personal_rows(principal),
         review_clear() | Q(owner=principal.user),
         deleted_at__isnull=True, superseded_by__isnull=True,
     )

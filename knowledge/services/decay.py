@@ -113,11 +113,11 @@ def decay_apply(plan: DecayPlan) -> int:
     rows = sorted((KnowledgeItem(id=pk, decay_score=score) for pk, score in plan.scores.items()), key=lambda r: r.id)
     with transaction.atomic():
         KnowledgeItem.objects.bulk_update(rows, ["decay_score"], batch_size=500)
-        tag = Value(LOW_EFFECTIVENESS_TAG)
+        tag, tags = Value(LOW_EFFECTIVENESS_TAG), KnowledgeItem._meta.get_field("tags")
         KnowledgeItem.objects.filter(id__in=plan.flag).exclude(tags__contains=[LOW_EFFECTIVENESS_TAG]).update(
-            tags=Func(F("tags"), tag, function="array_append", output_field=KnowledgeItem._meta.get_field("tags")))
+            tags=Func(F("tags"), tag, function="array_append", output_field=tags))
         KnowledgeItem.objects.filter(id__in=plan.unflag).update(
-            tags=Func(F("tags"), tag, function="array_remove", output_field=KnowledgeItem._meta.get_field("tags")))
+            tags=Func(F("tags"), tag, function="array_remove", output_field=tags))
     return len(set(plan.scores) | set(plan.flag) | set(plan.unflag))
 
 

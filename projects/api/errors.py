@@ -39,9 +39,13 @@ class ErrorEnvelope(Schema):
     error: ErrorBody
 
 
+def _body(code: str, message: str, details: dict[str, Any] | None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
 def envelope(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> JsonResponse:
     """The envelope outside a ninja operation (a wrapper around one, or Django's error handlers for /api paths)."""
-    return JsonResponse({"error": {"code": code, "message": message, "details": details or {}}}, status=status)
+    return JsonResponse(_body(code, message, details), status=status)
 
 
 def too_big_message() -> tuple[str, dict[str, Any]]:
@@ -53,8 +57,7 @@ def too_big_message() -> tuple[str, dict[str, Any]]:
 def error_response(
     api: NinjaAPI, request: HttpRequest, status: int, code: str, message: str, details: dict[str, Any] | None = None
 ) -> HttpResponse:
-    body = {"error": {"code": code, "message": message, "details": details or {}}}
-    return api.create_response(request, body, status=status)
+    return api.create_response(request, _body(code, message, details), status=status)
 
 
 def _validation_details(exc: ValidationError) -> dict[str, Any]:

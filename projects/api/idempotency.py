@@ -30,19 +30,22 @@ View = Callable[..., HttpResponseBase]
 def _fingerprint(request: HttpRequest) -> str:
     """The request's content: its raw body, or for a multipart upload its fields and files. A client draws a new
     multipart boundary for every send, so a retry of the same import would otherwise look like another request."""
-    body = request.body
+    raw = request.path.encode() + b"\n" + request.body
     if request.content_type != "multipart/form-data":
-        return request_fingerprint(request.path.encode() + b"\n" + body)
+        return request_fingerprint(raw)
     try:
         fields = sorted((name, values) for name, values in request.POST.lists())
-        files = sorted((name, f.name or "", hashlib.sha256(f.read()).hexdigest())
-                       for name, parts in request.FILES.lists() for f in parts)
+        files = sorted((name, f.name or "", _digest(f)) for name, parts in request.FILES.lists() for f in parts)
     except MultiPartParserError:  # the operation refuses it with its own message
-        return request_fingerprint(request.path.encode() + b"\n" + body)
-    for _, parts in request.FILES.lists():
-        for f in parts:
-            f.seek(0)  # the operation reads them again
+        return request_fingerprint(raw)
     return request_fingerprint({"path": request.path, "fields": fields, "files": files})
+
+
+def _digest(upload: Any) -> str:
+    """An uploaded file's digest, the file rewound for the operation that reads it next."""
+    digest = hashlib.sha256(upload.read()).hexdigest()
+    upload.seek(0)
+    return digest
 
 
 def _principal(request: HttpRequest) -> Principal | None:
@@ -73,7 +76,7 @@ def _replayed(request: HttpRequest, answer: Answer) -> JsonResponse:
     if request.path.startswith(SECRET_ROUTES):
         minted = answer.body.get("id") if isinstance(answer.body, dict) else None
         return envelope(409, Conflict.code, "this Idempotency-Key already minted a token; its secret was shown "
-                         "once. Use or revoke that token", {"tokenId": minted})
+                        "once. Use or revoke that token", {"tokenId": minted})
     response = JsonResponse(answer.body, status=answer.status, safe=False)
     response["Idempotent-Replayed"] = "true"
     return response
@@ -114,7 +117,7 @@ def idempotent_view(view: View) -> View:
             if not database_unavailable(exc):
                 raise
             response = envelope(503, "UNAVAILABLE", UNAVAILABLE_MESSAGE,
-                                 {"retryable": True, "retryAfterSeconds": RETRY_AFTER_SECONDS})
+                                {"retryable": True, "retryAfterSeconds": RETRY_AFTER_SECONDS})
             response["Retry-After"] = str(RETRY_AFTER_SECONDS)
             return response
         return _replayed(request, answer) if answer.replayed else seen[0]

@@ -41,10 +41,10 @@ class PasswordResetView(auth_views.PasswordResetView):
 
     def form_valid(self, form: PasswordResetForm) -> HttpResponse:
         self.extra_email_context = {"public_url": public_link("")}
-        email = form.cleaned_data["email"]
-        if not mail_allowed(to=email, ip=client_ip(self.request)):
+        email, address = form.cleaned_data["email"], client_ip(self.request)
+        if not mail_allowed(to=email, ip=address):
             # The page reads the same either way: it never says whether an account exists, nor that a mail waits.
-            log_op(logger, "accounts.reset_mail_throttled", to=email.split("@")[-1], address=client_ip(self.request))
+            log_op(logger, "accounts.reset_mail_throttled", to=email.split("@")[-1], address=address)
             return HttpResponseRedirect(self.get_success_url())
         return super().form_valid(form)
 

@@ -15,6 +15,7 @@ from knowledge.embeddings import embedder_health
 from knowledge.guard_models import DreamRun
 from knowledge.models import KnowledgeItem, KnowledgeType, review_usable_by
 from knowledge.selectors.guard import glob_regex
+from knowledge.selectors.live import personal_rows
 from knowledge.selectors.search import decay_floor, knowledge_search
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible
@@ -54,8 +55,7 @@ def _path_match(item: KnowledgeItem, files: Sequence[str], langs: set[str]) -> b
 
 
 def _live(principal: Principal, session: Session) -> Q:
-    scope = Q(project=session.project) | (Q(owner=principal.user, project__isnull=True) if principal.reads_personal
-                                          else Q(pk__in=[]))
+    scope = Q(project=session.project) | personal_rows(principal)
     return scope & review_usable_by(principal.user) & Q(
         deleted_at__isnull=True, superseded_by__isnull=True, decay_score__gt=decay_floor(), confidence__gte=0.5,
         type__in=CONVENTION_TYPES)
@@ -108,8 +108,7 @@ def _degraded() -> list[str]:
 
 def health_of(*, principal: Principal, now: datetime | None = None) -> Health:
     visible = projects_visible(principal=principal).values("id")
-    mine = Q(project__in=visible) | (Q(owner=principal.user, project__isnull=True) if principal.reads_personal
-                                     else Q(pk__in=[]))
+    mine = Q(project__in=visible) | personal_rows(principal)
     live = KnowledgeItem.objects.filter(mine, review_usable_by(principal.user), deleted_at__isnull=True,
                                         superseded_by__isnull=True).exclude(type=KnowledgeType.ACTION_ITEM)
     old = (now or timezone.now()) - STALE_AFTER
