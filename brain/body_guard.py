@@ -6,10 +6,13 @@ and the client's real next request is lost. This WSGI wrapper settles the connec
 starts: a remainder up to DRAIN_MAX_BYTES is read and discarded (the connection stays usable), a larger
 one (or one of unknown length) closes the connection after the answer: gunicorn (the web replicas) is told to
 and says `Connection: close`; granian (`brain serve`) closes a connection whose body was left unread by itself.
+A chunked body (no Content-Length) is read whole first and handed on with its length, since Django reads
+nothing of a body of unknown length.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -18,6 +21,9 @@ from brain.logs import log_op
 
 logger = logging.getLogger("brain.http")
 DRAIN_MAX_BYTES = 4 * 1024 * 1024  # reading more to keep one connection alive costs more than reconnecting
+# A chunked body is read whole before the application sees it; past this, only this much (+1) is kept, which
+# every view's own cap refuses in its own format. The largest legitimate body is an import of a few rule files.
+CHUNKED_MAX_BYTES = 32 * 1024 * 1024
 _CHUNK = 64 * 1024
 
 StartResponse = Callable[..., Any]
@@ -79,8 +85,7 @@ def _drain(body: CountingInput, remaining: int | None) -> bool:
 
 
 def _settle(environ: dict[str, Any], body: CountingInput, start_response: StartResponse) -> None:
-    chunked = "chunked" in str(environ.get("HTTP_TRANSFER_ENCODING", "")).lower()
-    declared = None if chunked else _declared_length(environ)
+    declared = None if _is_chunked(environ) else _declared_length(environ)
     if body.at_end or (declared is not None and body.read_bytes >= declared):
         return
     remaining = None if declared is None else declared - body.read_bytes
@@ -97,11 +102,36 @@ def _settle(environ: dict[str, Any], body: CountingInput, start_response: StartR
            read=body.read_bytes, closed=server_response is not None)
 
 
+def _is_chunked(environ: dict[str, Any]) -> bool:
+    return "chunked" in str(environ.get("HTTP_TRANSFER_ENCODING", "")).lower()
+
+
+def _buffer_chunked(environ: dict[str, Any]) -> CountingInput:
+    """Gives a chunked body a length. Django reads CONTENT_LENGTH bytes of a request and nothing without it, so a
+    client streaming its body (Node's fetch with a stream, httpx with a generator) was answered as if it had sent
+    none. The servers hand over the body already de-chunked; it is read up to CHUNKED_MAX_BYTES + 1."""
+    stream, parts, size = environ["wsgi.input"], [], 0
+    while size <= CHUNKED_MAX_BYTES:
+        data = stream.read(min(_CHUNK, CHUNKED_MAX_BYTES + 1 - size))
+        if not data:
+            break
+        parts.append(data)
+        size += len(data)
+    environ["CONTENT_LENGTH"] = str(size)
+    whole = CountingInput(io.BytesIO(b"".join(parts)))
+    whole.at_end = size <= CHUNKED_MAX_BYTES  # the server's stream is read to its end, or left for _settle
+    return whole
+
+
 def body_guard(app: WsgiApp) -> WsgiApp:
-    """Wraps a WSGI application so an unread request body never reaches the next request."""
+    """Wraps a WSGI application so an unread request body never reaches the next request, and a chunked body
+    reaches it with a length."""
 
     def guarded(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        body = CountingInput(environ["wsgi.input"])
+        if _is_chunked(environ) and not environ.get("CONTENT_LENGTH"):
+            body = _buffer_chunked(environ)
+        else:
+            body = CountingInput(environ["wsgi.input"])
         environ["wsgi.input"] = body
 
         def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:

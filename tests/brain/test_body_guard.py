@@ -10,11 +10,13 @@ import os
 import socket
 import subprocess
 import threading
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
 from brain.db_url import connection_url
+from knowledge.models import KnowledgeItem
 from tests.conftest import Tenant
 from tests.support.proc import free_port, wait_listening, web_server_argv
 
@@ -96,3 +98,44 @@ def test_a_refused_body_is_drained_or_the_connection_closed(web: tuple[str, int]
     (status, headers, body), second = _post_then_get(web_port, "/mcp", 9_000_000, tenant_a.user_raw)
     assert status.startswith(b"HTTP/1.1 413") and json.loads(body)["error"]["code"] == -32600 and second is None
     assert server == "granian" or headers.get("connection") == "close"
+
+
+def _chunked(port: int, path: str, payload: bytes, token: str) -> tuple[tuple[bytes, dict[str, str], bytes],
+                                                                       bytes | None]:
+    """POSTs `payload` in 1,000-byte chunks without a Content-Length (as a client streaming its body does), then a
+    GET on the same connection; returns the first answer and the second status line."""
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n").encode()
+    pieces = [payload[i:i + 1000] for i in range(0, len(payload), 1000)]
+    body = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(head + body)
+        first = _response(sock)
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        return first, _response(sock)[0] or None
+
+
+def test_a_chunked_body_reaches_the_application_whole(web: tuple[str, int], tenant_a: Tenant,
+                                                      tenant_b: Tenant) -> None:
+    _, web_port = web
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    call = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": hello}
+    (status, _, body), second = _chunked(web_port, "/mcp", json.dumps(call).encode(), tenant_a.user_raw)
+    assert status.startswith(b"HTTP/1.1 200") and json.loads(body)["result"]["serverInfo"]["name"] == "external-brain"
+    assert second is not None and second.startswith(b"HTTP/1.1 200")
+    # a REST write sent chunked is stored, in its tenant only
+    rule = {"rule": "Rebase feature branches before merging " + "x" * 3000, "type": "reflex"}
+    (status, _, body), _ = _chunked(web_port, "/api/v1/knowledge", json.dumps(rule).encode(), tenant_a.project_raw)
+    assert status.startswith(b"HTTP/1.1 201"), body
+    made = KnowledgeItem.objects.get(id=json.loads(body)["id"])
+    assert made.content == rule["rule"] and made.project_id == tenant_a.project.id
+    listed = urllib.request.Request(f"http://127.0.0.1:{web_port}/api/v1/knowledge",
+                                    headers={"Authorization": f"Bearer {tenant_b.user_raw}"})
+    with urllib.request.urlopen(listed, timeout=20) as answer:
+        assert json.loads(answer.read())["items"] == []
+    # over the MCP cap sent chunked: refused in JSON-RPC, and the connection still answers
+    big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "x" * 2_000_000}).encode()
+    (status, _, body), second = _chunked(web_port, "/mcp", big, tenant_a.user_raw)
+    assert status.startswith(b"HTTP/1.1 413") and json.loads(body)["error"]["code"] == -32600
+    assert second is not None and second.startswith(b"HTTP/1.1 200")
