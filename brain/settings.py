@@ -50,6 +50,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "brain.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -132,7 +133,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = DATA_DIR / "static"
+# WhiteNoise serves the apps' static files (the admin's) from where they are installed, found once at start-up,
+# so a wheel needs no collectstatic step (hence no STATIC_ROOT) and neither granian nor gunicorn serves files.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = False
 
 # Celery: Redis when REDIS_URL is set, otherwise kombu's filesystem transport inside the data dir,
 # so a laptop install needs no broker server.

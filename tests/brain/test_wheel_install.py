@@ -21,7 +21,8 @@ from tests.support.proc import decoy_packages, free_port
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["/", "/accounts/signup/", "/accounts/login/", "/accounts/password/reset/", "/healthz"]
+PAGES = ["/", "/accounts/signup/", "/accounts/login/", "/accounts/password/reset/", "/healthz",
+         "/static/admin/css/base.css"]
 
 
 def _fresh_env(tmp: Path) -> Path:

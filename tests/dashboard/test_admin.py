@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib import admin
 from django.test import Client, RequestFactory
@@ -138,3 +140,14 @@ def test_staff_read_and_delete_events_but_do_not_rewrite_them(client: Client, st
     assert not SessionEvent.objects.filter(pk=event.pk).exists()
     session_page = client.get(_url(type(w.session), "change", w.session.pk)).content
     assert b'name="user"' not in session_page and b'name="project"' not in session_page  # shown, not editable
+
+
+def test_the_admin_pages_stylesheets_and_scripts_are_served(client: Client, staff: User) -> None:
+    page = client.get("/admin/").content.decode()
+    assets = re.findall(r'(?:href|src)="(/static/[^"]+)"', page)
+    assert any(a.endswith(".css") for a in assets) and any(a.endswith(".js") for a in assets), assets
+    for asset in assets:
+        answer = client.get(asset)
+        assert answer.status_code == 200, asset
+        assert answer["Content-Type"].split(";")[0] in ("text/css", "text/javascript", "application/javascript")
+    assert client.get("/static/admin/css/no-such-file.css").status_code == 404
