@@ -27,10 +27,25 @@ env = environ.Env()
 T = TypeVar("T")
 D = TypeVar("D", bound="DataclassInstance")
 
-# A `.env` file beside manage.py is read when present; real environment variables win.
 _ROOT = Path(__file__).resolve().parent.parent
-if (_ROOT / ".env").is_file():
-    environ.Env.read_env(str(_ROOT / ".env"), overwrite=False)
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("external-brain"))
+
+
+def _read_env_files() -> None:
+    """Reads `.env` files when present: a checkout's beside manage.py, then the data dir's (where an installed
+    wheel has nothing beside its code). A variable keeps the first value found: the real environment's, then the
+    checkout's file, then the data dir's."""
+    if (_ROOT / "manage.py").is_file() and (_ROOT / ".env").is_file():
+        environ.Env.read_env(str(_ROOT / ".env"), overwrite=False)
+    data_dir = Path(env.str("BRAIN_DATA_DIR", default=str(default_data_dir()))).expanduser()
+    if (data_dir / ".env").is_file():
+        environ.Env.read_env(str(data_dir / ".env"), overwrite=False)
+
+
+_read_env_files()
 
 
 @dataclass(frozen=True)
@@ -50,10 +65,6 @@ class RuntimeConfig:
     @property
     def broker_dir(self) -> Path:
         return self.data_dir / "broker"
-
-
-def default_data_dir() -> Path:
-    return Path(platformdirs.user_data_dir("external-brain"))
 
 
 def runtime_config() -> RuntimeConfig:
