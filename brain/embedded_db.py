@@ -109,7 +109,7 @@ def is_running(server: EmbeddedServer) -> bool:
     return (server.socket_dir / ".s.PGSQL.5432").exists()
 
 
-def _check_writable(data_dir: Path) -> None:
+def check_writable(data_dir: Path) -> None:
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         probe = data_dir / ".write-probe"
@@ -193,7 +193,7 @@ def _ensure_database(server: EmbeddedServer) -> None:
 def ensure_running(data_dir: Path) -> tuple[EmbeddedServer, bool]:
     """Start the embedded server for `data_dir` unless it runs already; returns (server, started_here)."""
     buffers = shared_buffers_mb(runtime_config().db_shared_buffers_mb)  # a bad value stops before anything is made
-    _check_writable(data_dir)
+    check_writable(data_dir)
     server = server_for(data_dir / "pg")
     if is_running(server):
         _ensure_database(server)

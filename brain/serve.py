@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from brain.config import RuntimeConfig, runtime_config
+from brain.embedded_db import check_writable
 from brain.errors import StartupError
 
 HELP = "run the web server, a Celery worker and beat (and the embedded database)"
@@ -49,7 +50,7 @@ def _say(message: str) -> None:
 
 
 def _acquire_lock(data_dir: Path) -> IO[str]:
-    data_dir.mkdir(parents=True, exist_ok=True)
+    check_writable(data_dir)  # a read-only home or a file in the way is one clear line, not a traceback
     handle = (data_dir / "serve.lock").open("a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

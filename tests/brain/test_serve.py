@@ -129,3 +129,12 @@ def test_killed_supervisor_takes_its_children_along(served) -> None:
     assert alive == []
     # PostgreSQL outlives a killed supervisor; the next `brain serve` reuses it, and the fixture stops it.
     assert _postgres_for(data_dir)
+
+
+def test_an_unwritable_data_dir_is_one_clear_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a dir")
+    result = run_brain("serve", "--port", str(free_port()), env={"BRAIN_DATA_DIR": str(blocker / "data")})
+    assert result.returncode == 1
+    assert "not writable" in result.stderr and "BRAIN_DATA_DIR" in result.stderr
+    assert "Traceback" not in result.stderr
