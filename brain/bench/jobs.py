@@ -20,14 +20,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from brain.bench.scale import CORPUS_HINT, DEFAULT_CORPUS
+
 HELP = "measure extraction yield (kept rules, merged duplicates) and extract throughput per worker"
-DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "awesome_cursorrules.jsonl"
 _DIRECTIVE = re.compile(r"^\s*[-*]\s+(.*\b(always|never|use|don'?t|do not|prefer|avoid)\b.*)$", re.IGNORECASE)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sessions", type=int, default=50)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, default=DEFAULT_CORPUS, help="awesome_cursorrules.jsonl")
     parser.add_argument("--worker", action="store_true",
                         help="also run the jobs through the broker with a real worker (2 processes) and time them")
 
@@ -121,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
     from knowledge.llm import configured_model
     from projects.services.accounts import project_ensure_named, user_create
 
+    if not args.data.is_file():
+        print(f"brain: need --data FILE (got {args.data}): {CORPUS_HINT}", file=sys.stderr)
+        return 2
     scripted = scripted_sessions(args.data, args.sessions)
     embed_texts(["warm up the embedder so the first session does not pay for loading it"])
     user = user_create(email=f"bench-jobs-{uuid.uuid4().hex[:8]}@example.invalid")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.bench.loop_data import PROMPTS, SIZES, STACKS, Planned, plan, stack_rules
-from brain.bench.scale import DEFAULT_CORPUS
+from brain.bench.scale import CORPUS_HINT, DEFAULT_CORPUS
 
 HELP = "measure the learning loop: injection precision, silence on no-fit prompts, leaks, credit, skills"
 TARGETS = {"precision": 0.90, "sessions_with_relevant": 0.90, "nofit_empty": 0.90}
@@ -306,6 +306,9 @@ def render(figures: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.corpus.is_file():
+        print(f"brain: need --corpus FILE (got {args.corpus}): {CORPUS_HINT}", file=sys.stderr)
+        return 2
     figures = loop_run(size=args.size, corpus=args.corpus, seed=args.seed,
                        progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:

@@ -29,7 +29,10 @@ from brain.bench.bench_users import bench_user
 from brain.bench.lme import percentile
 
 HELP = "measure knowledge-search latency and index build time at growing table sizes"
+# Beside a checkout (../shared/data); an installed wheel has no default and is told what to pass.
 DEFAULT_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "data" / "awesome_cursorrules.jsonl"
+CORPUS_HINT = ("the rule-set corpus awesome_cursorrules.jsonl (CC0 1.0; one JSON object a line with "
+               "`rule_set` and `text`), found by default at ../shared/data beside a checkout")
 TYPES = ["rule", "reflex", "heuristic", "principle", "recipe", "decision", "anti_principle"]
 HNSW_SQL = ("CREATE INDEX knowledge_embedding_hnsw ON knowledge_knowledgeitem USING hnsw "
             "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
