@@ -196,12 +196,23 @@ print(f"updated: {path}")
 PY
 }
 
+# The lines of the [mcp_servers.NAME] table in a Codex config, up to the next table header, blank lines dropped.
+codex_table() {
+  awk -v head="[mcp_servers.$SERVER_NAME]" '
+    { line = $0; sub(/^[ \t]+/, "", line); sub(/[ \t]+$/, "", line) }
+    line == head { inside = 1; print line; next }
+    line ~ /^\[/ { inside = 0 }
+    inside && line != "" { print line }' "$1"
+}
+
 configure_codex() {
-  local file="$HOME/.codex/config.toml" block
+  local file="$HOME/.codex/config.toml" block existing
   block="$(printf '[mcp_servers.%s]\nurl = "%s"\nbearer_token_env_var = "BRAIN_MCP_TOKEN"' "$SERVER_NAME" "$MCP_URL")"
   mkdir -p "$(dirname "$file")"
-  if [ -f "$file" ] && grep -qF "$block" "$file"; then say "unchanged: $file"; return; fi
-  if [ -f "$file" ] && grep -q "^\[mcp_servers\.$SERVER_NAME\]" "$file"; then
+  existing=""
+  if [ -f "$file" ]; then existing="$(codex_table "$file")"; fi
+  if [ "$existing" = "$block" ]; then say "unchanged: $file"; return; fi
+  if [ -n "$existing" ]; then
     die "$file already has [mcp_servers.$SERVER_NAME] with other settings; replace it with:
 $block"
   fi

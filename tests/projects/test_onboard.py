@@ -231,3 +231,39 @@ def test_cognibrain_profile_installs_beside_the_brain_tools(live_server: object,
     again = _run(script, home, token=tenant["user_raw"], args=("--client", "cursor", "--profile=cognibrain"),
                  with_claude=False)
     assert again.code == 0 and "unchanged:" in again.out
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_codex_tables_are_added_per_profile_and_a_different_one_is_refused(live_server: object,
+                                                                           tmp_path: Path) -> None:
+    url = str(live_server.url)  # type: ignore[attr-defined]
+    tenant = make_tenant("installer@i.example", "Installer App")
+    other = make_tenant("other@o.example", "Other App")
+    script, home = _script(tmp_path, url), tmp_path / "home"
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "o4"\n\n[mcp_servers.docs]\nurl = "https://docs.example/mcp"\n')
+    for profile in ("brain", "cognibrain"):
+        done = _run(script, home, token=tenant["user_raw"], args=("--client", "codex", "--profile", profile),
+                    with_claude=False)
+        assert done.code == 0 and f"updated: {config}" in done.out, done.out + done.err
+    import tomllib
+
+    servers = tomllib.loads(config.read_text())["mcp_servers"]
+    assert servers["docs"] == {"url": "https://docs.example/mcp"}
+    assert servers["brain"] == {"url": f"{url}/mcp", "bearer_token_env_var": "BRAIN_MCP_TOKEN"}
+    assert servers["cognibrain"] == {"url": f"{url}/mcp/cognibrain", "bearer_token_env_var": "BRAIN_MCP_TOKEN"}
+    again = _run(script, home, token=tenant["user_raw"], args=("--client", "codex"), with_claude=False)
+    assert again.code == 0 and f"unchanged: {config}" in again.out
+    # a brain table pointing elsewhere is the user's to settle: refused with the table to use, nothing written
+    config.write_text('[mcp_servers.brain]\nurl = "https://old.example/mcp"\n'
+                      'bearer_token_env_var = "BRAIN_MCP_TOKEN"\n')
+    before = config.read_text()
+    refused = _run(script, home, token=tenant["user_raw"], args=("--client", "codex"), with_claude=False)
+    assert refused.code != 0 and "already has [mcp_servers.brain] with other settings" in refused.err
+    assert f'url = "{url}/mcp"' in refused.err and config.read_text() == before
+    assert tenant["user_raw"] not in config.read_text()
+    from sessions.models import Session as AgentSession
+
+    assert not AgentSession.objects.filter(user=other["user"]).exists()
