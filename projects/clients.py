@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 TOKEN_ENV = "BRAIN_MCP_TOKEN"
 AUTH_HEADER_ENV = "BRAIN_AUTH_HEADER"
@@ -63,9 +64,13 @@ def _claude(os_id: str, mcp: str, base: str) -> list[Step]:
     project_file = {"mcpServers": {_name(mcp): {
         "type": "http", "url": mcp, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"},
     }}}
+    quiet = "2>$null" if os_id == "windows" else "2>/dev/null || true"
     return [
+        # `claude mcp add` refuses a name it already has: the entry is removed first, so a new token (or a second
+        # run) replaces it.
         Step("Add the server for your user", language=shell,
-             body=f'claude mcp add --transport http --scope user {_name(mcp)} {mcp} '
+             body=f'claude mcp remove --scope user {_name(mcp)} {quiet}\n'
+                  f'claude mcp add --transport http --scope user {_name(mcp)} {mcp} '
                   f'--header "Authorization: Bearer {var}"\nclaude mcp list\n'),
         Step("Or share it with the repository", language="json", path=_project(os_id, ".mcp.json"),
              body=_json(project_file),
@@ -125,9 +130,12 @@ def _stdio(os_id: str, mcp: str, base: str) -> list[Step]:
 
 
 def _mcp_remote(os_id: str, mcp: str, base: str) -> list[Step]:
-    data = {"mcpServers": {_name(mcp): {
-        "command": "npx", "args": ["-y", "mcp-remote", mcp, "--header", f"Authorization:${{{AUTH_HEADER_ENV}}}"],
-    }}}
+    args = ["-y", "mcp-remote", mcp, "--header", f"Authorization:${{{AUTH_HEADER_ENV}}}"]
+    # mcp-remote refuses plain http except to localhost and 127.0.0.1 (a LAN brain is http://<host>:8000).
+    url = urlsplit(mcp)
+    if url.scheme == "http" and url.hostname not in ("localhost", "127.0.0.1"):
+        args.append("--allow-http")
+    data = {"mcpServers": {_name(mcp): {"command": "npx", "args": args}}}
     return [Step("Add a command server to your client", language="json", path="your client's MCP config file",
                  body=_json(data),
                  note=f"Needs Node.js 18+. mcp-remote fills ${{{AUTH_HEADER_ENV}}} from its environment "

@@ -85,9 +85,10 @@ def test_commands_carry_the_token_only_in_the_terminal() -> None:
     unix = setup_steps(client_id="claude-code", os_id="linux", base_url=BASE, token=TOKEN)
     assert f"printf \"export {TOKEN_ENV}='%s'\\n\" '{TOKEN}' > ~/.config/external-brain/env" in unix[0].body
     assert ">> ~/.bashrc" in unix[0].body and TOKEN not in unix[0].body.split("\n")[1]  # the profile only sources
-    assert unix[1].body.startswith(
-        f'claude mcp add --transport http --scope user brain {MCP} --header "Authorization: Bearer ${TOKEN_ENV}"'
-    )
+    assert unix[1].body.splitlines()[:2] == [
+        "claude mcp remove --scope user brain 2>/dev/null || true",
+        f'claude mcp add --transport http --scope user brain {MCP} --header "Authorization: Bearer ${TOKEN_ENV}"',
+    ]
     assert unix[-1].body == f"curl -fsSL {BASE}/api/onboard.sh | bash -s -- --client claude-code\n"
     win = setup_steps(client_id="claude-code", os_id="windows", base_url=BASE, token=TOKEN)
     assert f"[Environment]::SetEnvironmentVariable('{TOKEN_ENV}', '{TOKEN}', 'User')" in win[0].body
@@ -97,6 +98,39 @@ def test_commands_carry_the_token_only_in_the_terminal() -> None:
     assert f"launchctl setenv {TOKEN_ENV} '{TOKEN}'" in mac[0].body
     remote = setup_steps(client_id="mcp-remote", os_id="linux", base_url=BASE, token=TOKEN)
     assert f"printf \"export BRAIN_AUTH_HEADER='%s'\\n\" 'Bearer {TOKEN}'" in remote[0].body
+
+
+FAKE_CLAUDE = """#!/usr/bin/env bash
+# Keeps server names in $HOME/servers and refuses a name it has, as `claude mcp add` does.
+names="$HOME/servers"; touch "$names"
+case "$2" in
+  add) if grep -qx "$7" "$names"; then echo "MCP server $7 already exists" >&2; exit 1; fi; echo "$7" >> "$names" ;;
+  remove) if ! grep -qx "$5" "$names"; then echo "No MCP server named $5" >&2; exit 1; fi
+          grep -vx "$5" "$names" > "$names.new"; mv "$names.new" "$names" ;;
+esac
+"""
+
+
+def test_the_claude_step_can_run_again_with_a_new_token(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "claude").write_text(FAKE_CLAUDE)
+    (tmp_path / "bin" / "claude").chmod(0o755)
+    env = {"HOME": str(tmp_path), "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", TOKEN_ENV: TOKEN}
+    for _ in range(2):
+        body = setup_steps(client_id="claude-code", os_id="linux", base_url=BASE, token=TOKEN)[1].body
+        done = subprocess.run(["bash", "-c", body], env=env, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0 and "already exists" not in done.stderr, done.stderr
+    assert (tmp_path / "servers").read_text() == "brain\n"
+
+
+@pytest.mark.parametrize(("base", "allowed"), [("http://192.168.1.20:8000", True), ("http://brain.lan", True),
+                                               ("http://127.0.0.1:8000", False), ("http://localhost:8000", False),
+                                               ("https://brain.example.com", False)])
+def test_mcp_remote_is_allowed_plain_http_off_this_machine(base: str, allowed: bool) -> None:
+    (step,) = [s for s in setup_steps(client_id="mcp-remote", os_id="linux", base_url=base, token=TOKEN) if s.path]
+    args = _server(json.loads(step.body))["args"]
+    assert args[:5] == ["-y", "mcp-remote", f"{base}/mcp", "--header", "Authorization:${BRAIN_AUTH_HEADER}"]
+    assert ("--allow-http" in args) is allowed
 
 
 def test_the_env_step_writes_a_private_file_the_profile_sources(tmp_path) -> None:
