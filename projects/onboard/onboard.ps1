@@ -25,7 +25,9 @@ if ($McpProfile -eq 'cognibrain') { $McpUrl = "$BrainUrl/mcp/cognibrain"; $Serve
 $script:SessionId = $null
 $script:Protocol = '2025-06-18'
 
-function Fail([string]$Message) { Write-Host "error: $Message" -ForegroundColor Red; exit 1 }
+# The wizard runs this file as a script block in the user's own session, where `exit` would close their window
+# (taking the message with it): a failure throws, and the run ends with `return`.
+function Fail([string]$Message) { Write-Host "error: $Message" -ForegroundColor Red; throw "External Brain installer stopped: $Message" }
 function Step([string]$Message) { Write-Host "`n==> $Message" -ForegroundColor Cyan }
 
 $Token = $env:BRAIN_MCP_TOKEN
@@ -94,7 +96,9 @@ function Merge-JsonConfig([string]$Path, [string]$Container, [hashtable]$Entry) 
   if (-not (Test-Path $dir)) { New-Item -ItemType Directory -Path $dir -Force | Out-Null }
   $data = [pscustomobject]@{}
   if ((Test-Path $Path) -and (Get-Item $Path).Length -gt 0) {
-    try { $data = Get-Content -Raw -Path $Path | ConvertFrom-Json } catch { Fail "$Path is not valid JSON; fix or move it, then run again" }
+    # Read and written as UTF-8 without a byte-order mark: Windows PowerShell 5.1's Set-Content -Encoding UTF8 adds
+    # one, which the clients' JSON parsers refuse, and its Get-Content misreads BOM-less UTF-8.
+    try { $data = [IO.File]::ReadAllText($Path) | ConvertFrom-Json } catch { Fail "$Path is not valid JSON; fix or move it, then run again" }
   }
   $wanted = $Entry | ConvertTo-Json -Depth 10 -Compress
   $current = $null
@@ -109,7 +113,7 @@ function Merge-JsonConfig([string]$Path, [string]$Container, [hashtable]$Entry) 
   }
   if (-not $data.PSObject.Properties[$Container]) { $data | Add-Member -NotePropertyName $Container -NotePropertyValue ([pscustomobject]@{}) }
   $data.$Container | Add-Member -NotePropertyName $ServerName -NotePropertyValue ([pscustomobject]$Entry) -Force
-  $data | ConvertTo-Json -Depth 20 | Set-Content -Path $Path -Encoding UTF8
+  [IO.File]::WriteAllText($Path, ($data | ConvertTo-Json -Depth 20), [Text.UTF8Encoding]::new($false))
   Write-Host "updated: $Path"
 }
 
@@ -132,7 +136,11 @@ function Set-Client {
   switch ($Client) {
     'claude-code' {
       if (Get-Command claude -ErrorAction SilentlyContinue) {
+        # Under 'Stop', Windows PowerShell 5.1 turns a native command's stderr line into a terminating error; the
+        # first install has nothing to remove and says so on stderr.
+        $ErrorActionPreference = 'Continue'
         & claude mcp remove --scope user $ServerName 2>$null | Out-Null
+        $ErrorActionPreference = 'Stop'
         & claude mcp add --transport http --scope user $ServerName $McpUrl --header "Authorization: Bearer $Token"
         if ($LASTEXITCODE -ne 0) { Fail 'claude mcp add failed; see its message above' }
       } else {
@@ -144,8 +152,11 @@ function Set-Client {
     'gemini' { Merge-JsonConfig (Join-Path $HOME '.gemini\settings.json') 'mcpServers' @{ httpUrl = $McpUrl; headers = @{ Authorization = 'Bearer ${BRAIN_MCP_TOKEN}' } } }
     'codex' { Set-CodexConfig }
   }
-  if ($Client -ne 'claude-code' -and -not [Environment]::GetEnvironmentVariable('BRAIN_MCP_TOKEN', 'User')) {
-    Write-Warning "$Client reads the token from BRAIN_MCP_TOKEN: run [Environment]::SetEnvironmentVariable('BRAIN_MCP_TOKEN', '<token>', 'User')"
+  if ($Client -ne 'claude-code') {
+    # The client's config refers to BRAIN_MCP_TOKEN (as onboard.sh's env file does): kept in the user's environment,
+    # which programs started from now on inherit.
+    [Environment]::SetEnvironmentVariable('BRAIN_MCP_TOKEN', $Token, 'User')
+    Write-Host "ok: BRAIN_MCP_TOKEN saved in your user environment; restart $Client to pick it up"
   }
 }
 
@@ -177,6 +188,6 @@ Step 'Done. Paste this into your agent to start:'
 if ($McpProfile -eq 'cognibrain') {
   Write-Host '  Remember for this repo: never edit dist/** (it is generated); edit src/ instead.'
   Write-Host '(It calls cognibrain_memory_add; from then on cognibrain_guard blocks edits under dist/.)'
-  exit 0
+  return
 }
 Write-Host '  Remember for this project: run the test suite before every commit, and tell me if it fails.'

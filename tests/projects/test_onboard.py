@@ -89,6 +89,17 @@ def test_shell_script_is_bash_n_and_shellcheck_clean(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
 
 
+def test_the_powershell_installer_keeps_the_users_window_and_writes_json_without_a_bom(tmp_path: Path) -> None:
+    """No PowerShell on this machine: these are the three lines Windows PowerShell 5.1 gets wrong, read from the
+    script. `exit` inside the script block the wizard runs closes the user's window; Set-Content -Encoding UTF8
+    writes a byte-order mark the clients' JSON parsers refuse; a native command's stderr under 'Stop' ends the run."""
+    code = [line.split("#", 1)[0] for line in render_script("onboard.ps1", "https://b.example").splitlines()]
+    assert not [line for line in code if re.search(r"\bexit\b", line)]
+    assert not [line for line in code if "Set-Content" in line or "Get-Content -Raw -Path $Path" in line]
+    native = [i for i, line in enumerate(code) if "2>$null" in line]
+    assert native and all("'Continue'" in code[i - 1] and "'Stop'" in code[i + 1] for i in native)
+
+
 def test_an_unsafe_server_url_is_refused() -> None:
     with pytest.raises(ValueError, match="cannot carry safely"):
         render_script("onboard.sh", "http://x'$(touch /tmp/p)")
