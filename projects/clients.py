@@ -9,7 +9,10 @@ only commands typed into a terminal ever contain the raw token.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
+import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,14 +120,27 @@ def _gemini(os_id: str, mcp: str, base: str) -> list[Step]:
                  body=_json(data), note="Check with /mcp inside Gemini CLI.")]
 
 
+def brain_command() -> list[str]:
+    """This install's `brain` command as an absolute path, since clients start commands without the user's PATH:
+    beside the interpreter (a venv, `make run`), in the scheme's or the user scheme's scripts folder (`pip install
+    --user`, a distribution's /usr/local/bin), on PATH; else the interpreter running the module."""
+    folders = [Path(sys.executable).parent, sysconfig.get_path("scripts"),
+               sysconfig.get_path("scripts", f"{os.name}_user")]
+    for folder in folders:
+        script = Path(folder) / "brain"
+        if script.is_file() and os.access(script, os.X_OK):
+            return [str(script)]
+    found = shutil.which("brain")
+    return [str(Path(found).absolute())] if found else [sys.executable, "-P", "-m", "brain.cli"]
+
+
 def _stdio(os_id: str, mcp: str, base: str) -> list[Step]:
-    # Clients start commands without the user's PATH (after `make run`, brain is .venv/bin/brain): an absolute path.
-    command = str(Path(sys.executable).with_name("brain"))
-    args = ["mcp", "stdio"] + (["--profile", "cognibrain"] if mcp.endswith(COGNIBRAIN_PATH) else [])
+    command, *prefix = brain_command()
+    args = [*prefix, "mcp", "stdio"] + (["--profile", "cognibrain"] if mcp.endswith(COGNIBRAIN_PATH) else [])
     data = {"mcpServers": {_name(mcp): {"command": command, "args": args, "env": {"BRAIN_URL": base}}}}
     return [Step("Add a command server to your client", language="json", path="your client's MCP config file",
                  body=_json(data),
-                 note=f"{command} is where this server's `brain` command is installed; on another machine use "
+                 note=f"{' '.join([command, *prefix])} runs this server's `brain` command; on another machine use "
                       f"the output of `command -v brain` there. It reads {TOKEN_ENV} from the environment it "
                       "inherits and forwards each message to this server.")]
 

@@ -16,12 +16,13 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from projects.clients import CLIENTS, OSES, TOKEN_ENV, setup_steps
+from projects.clients import CLIENTS, OSES, TOKEN_ENV, brain_command, setup_steps
 
 BASE = "https://brain.example.com"
 MCP = f"{BASE}/mcp"
@@ -73,7 +74,7 @@ def test_documented_shapes(os_id: str) -> None:
     assert gemini == {"httpUrl": MCP, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}
     (stdio_body,) = _files("stdio", os_id).values()
     command = str(Path(sys.executable).with_name("brain"))  # absolute: clients start it without the user's PATH
-    assert Path(command).is_absolute() and Path(command).exists()
+    assert Path(command).is_absolute() and Path(command).exists() and brain_command() == [command]
     assert _server(json.loads(stdio_body)) == {"command": command, "args": ["mcp", "stdio"], "env": {"BRAIN_URL": BASE}}
     (remote_body,) = _files("mcp-remote", os_id).values()
     remote = _server(json.loads(remote_body))
@@ -131,6 +132,24 @@ def test_mcp_remote_is_allowed_plain_http_off_this_machine(base: str, allowed: b
     args = _server(json.loads(step.body))["args"]
     assert args[:5] == ["-y", "mcp-remote", f"{base}/mcp", "--header", "Authorization:${BRAIN_AUTH_HEADER}"]
     assert ("--allow-http" in args) is allowed
+
+
+def test_the_brain_command_is_found_where_pip_put_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `pip install --user` puts `brain` in the user scheme's scripts folder, not beside the interpreter; with
+    no script anywhere, the interpreter runs the module."""
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python3"))
+    user_bin = tmp_path / "user-bin"
+    user_bin.mkdir()
+    real = sysconfig.get_path
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, scheme=None: str(user_bin if scheme else tmp_path / "x"))
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert brain_command() == [str(tmp_path / "python3"), "-P", "-m", "brain.cli"]
+    (user_bin / "brain").write_text("#!/bin/sh\n")
+    (user_bin / "brain").chmod(0o755)
+    assert brain_command() == [str(user_bin / "brain")]
+    assert real("scripts")  # the real lookup answers on this machine
+    stdio = [s for s in setup_steps(client_id="stdio", os_id="linux", base_url=BASE, token=TOKEN) if s.path]
+    assert _server(json.loads(stdio[0].body))["command"] == str(user_bin / "brain")
 
 
 def test_the_env_step_writes_a_private_file_the_profile_sources(tmp_path) -> None:
