@@ -164,7 +164,10 @@ CELERY_BEAT_SCHEDULE_FILE = str(DATA_DIR / "celerybeat-schedule")
 # MCP gateway
 MCP_ALLOWED_ORIGINS = env.list("BRAIN_MCP_ALLOWED_ORIGINS", default=[])
 MCP_MAX_BODY_BYTES = env.int("BRAIN_MCP_MAX_BODY_BYTES", default=1_000_000)
-MCP_SESSION_IDLE_SECONDS = env.int("BRAIN_MCP_SESSION_IDLE_SECONDS", default=30 * 60)
+# A session that made tool calls ends after this long without a request; one that made none (an orphan) this long
+# after it opened (the spec's sweeper: 30 minutes, zero tool calls).
+MCP_SESSION_IDLE_SECONDS = env.int("BRAIN_MCP_SESSION_IDLE_SECONDS", default=24 * 60 * 60)
+MCP_ORPHAN_SECONDS = env.int("BRAIN_MCP_ORPHAN_SECONDS", default=30 * 60)
 MCP_MAX_SESSIONS_PER_TOKEN = env.int("BRAIN_MCP_MAX_SESSIONS_PER_TOKEN", default=50)
 MAX_TOKENS_PER_USER = env.int("BRAIN_MAX_TOKENS_PER_USER", default=50)  # usable (not revoked or expired) tokens
 MCP_SESSION_RETENTION_DAYS = env.int("BRAIN_MCP_SESSION_RETENTION_DAYS", default=7)  # closed sessions, then purged

@@ -14,7 +14,7 @@ from django.utils import timezone
 from brain.logs import log_op
 from brain.text import text_storable
 from mcpgw.models import CLIENT_NAME_MAX, CLIENT_VERSION_MAX, McpSession
-from mcpgw.selectors import idle_cutoff, mcp_sessions_open_of
+from mcpgw.selectors import live_q, mcp_sessions_open_of
 from projects.models import ApiToken
 from sessions.services.current import sessions_bound_close
 
@@ -27,7 +27,7 @@ BOUND_CLOSE = {
     "idle": (True, "abandoned: its MCP session expired (idle)"),
     "evicted": (True, "abandoned: its MCP session was evicted (too many open sessions for this token)"),
 }
-# last_seen_at only needs minute precision against a 30-minute idle limit: skip most writes.
+# last_seen_at only needs minute precision against an idle limit of hours: skip most writes.
 SEEN_INTERVAL = timedelta(seconds=30)
 
 
@@ -87,9 +87,10 @@ def mcp_session_close(*, session: McpSession) -> bool:
 
 
 def mcp_sessions_sweep(*, now: datetime | None = None) -> int:
-    """Closes every session idle past the limit; each is logged (orphan when it made no tool call)."""
+    """Closes every open session that expired (selectors.live_q); each is logged (orphan when it made no tool
+    call)."""
     now = now or timezone.now()
-    idle = McpSession.objects.filter(closed_at__isnull=True, last_seen_at__lt=idle_cutoff(now))
+    idle = McpSession.objects.filter(closed_at__isnull=True).exclude(live_q(now))
     swept = 0
     for session in idle.iterator():
         # Conditional UPDATE inside _close: two sweepers racing log each session once.

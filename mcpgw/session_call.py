@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from brain.sql_rows import execute_prepared, instances, relaxed_prefix, select_list
 from mcpgw.models import SESSION_ID_MAX, McpSession
-from mcpgw.selectors import idle_cutoff
+from mcpgw.selectors import idle_cutoff, orphan_cutoff
 from projects.models import ApiToken, Project, User
 from projects.selectors.accounts import LISTED, listed_sql, project_listed, token_digest, token_joined
 
@@ -62,7 +62,8 @@ def _statement(with_projects: bool) -> str:
     # Table and column names come from the models only; every value is a parameter.
     update = f"""UPDATE "{s}" AS s SET tool_call_count = s.tool_call_count + 1, last_seen_at = %(now)s
         FROM "{t}" AS t JOIN "{u}" AS u ON u.id = t.user_id LEFT JOIN "{p}" AS p ON p.id = t.project_id
-        WHERE s.id = %(sid)s AND s.token_id = t.id AND s.closed_at IS NULL AND s.last_seen_at >= %(cutoff)s
+        WHERE s.id = %(sid)s AND s.token_id = t.id AND s.closed_at IS NULL
+          AND CASE WHEN s.tool_call_count > 0 THEN s.last_seen_at >= %(cutoff)s ELSE s.created_at >= %(orphan)s END
           AND t.digest = %(digest)s AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > %(now)s)
           AND u.is_active
         RETURNING {returning}"""  # noqa: S608
@@ -85,7 +86,7 @@ def session_tool_call(*, raw_token: str, session_id: str, with_projects: bool = 
         return None
     now = timezone.now()
     params: dict[str, Any] = {"now": now, "sid": session_id, "cutoff": idle_cutoff(now),
-                              "digest": token_digest(raw_token)}
+                              "orphan": orphan_cutoff(now), "digest": token_digest(raw_token)}
     name = "brain_tool_call_listed" if with_projects else "brain_tool_call"
     with connection.cursor() as cursor:
         execute_prepared(cursor, name, _statement(with_projects), params, prefix=relaxed_prefix())

@@ -131,7 +131,8 @@ def test_revocation_holds_on_the_very_next_tool_call(mcp_a: Mcp, tenant_a) -> No
 def test_expired_token_inactive_user_and_idle_session_fall_back_to_precise_errors(mcp_a: Mcp, tenant_a) -> None:
     session = mcp_a.initialize()
     params = {"name": "brain_list_projects", "arguments": {}}
-    McpSession.objects.filter(pk=session).update(last_seen_at=timezone.now() - timedelta(days=1))
+    McpSession.objects.filter(pk=session).update(created_at=timezone.now() - timedelta(days=2),
+                                                 last_seen_at=timezone.now() - timedelta(days=2))
     assert mcp_a.legacy(session, "tools/call", params).status_code == 404
     fresh = mcp_a.initialize()
     type(tenant_a.user).objects.filter(pk=tenant_a.user.pk).update(is_active=False)

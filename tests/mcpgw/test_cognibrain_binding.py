@@ -67,7 +67,7 @@ def test_expiry_closes_the_bound_session_as_abandoned(cog_a: Cog, cog_b: Cog) ->
     stale, fresh = cog_a.initialize(), cog_b.initialize()
     guard(cog_a, stale)
     guard(cog_b, fresh)
-    McpSession.objects.filter(pk=stale).update(last_seen_at=timezone.now() - timedelta(hours=1))
+    McpSession.objects.filter(pk=stale).update(last_seen_at=timezone.now() - timedelta(hours=25))
     assert mcp_sessions_sweep() == 1
     gone = agent(stale)
     assert gone.ended_at is not None and gone.success is False

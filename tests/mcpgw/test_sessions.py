@@ -73,16 +73,26 @@ def test_tool_calls_are_counted_per_session(mcp_a: Mcp) -> None:
     assert McpSession.objects.get(pk=session).tool_call_count == 2
 
 
-def test_sweep_evicts_idle_sessions_and_logs_orphans(client: Client, tenant_a, tenant_b, caplog) -> None:
+def test_sweep_evicts_orphans_after_30_minutes_and_working_sessions_only_after_a_day_idle(
+        client: Client, tenant_a, tenant_b, caplog) -> None:
     a, b = Mcp(client, tenant_a.user_raw), Mcp(client, tenant_b.user_raw)
-    worked, orphan, fresh = a.initialize(), b.initialize(), a.initialize()
-    call_tool(a, "brain_list_projects", session=worked)
-    McpSession.objects.filter(pk__in=[worked, orphan]).update(last_seen_at=timezone.now() - timedelta(minutes=31))
+    worked, lunch, fresh = a.initialize(), a.initialize(), a.initialize()
+    orphan, pinged = b.initialize(), b.initialize()
+    for session in (worked, lunch):
+        call_tool(a, "brain_list_projects", session=session)
+    now = timezone.now()
+    McpSession.objects.filter(pk__in=[worked, lunch, orphan, pinged]).update(created_at=now - timedelta(minutes=31),
+                                                                           last_seen_at=now - timedelta(minutes=31))
+    McpSession.objects.filter(pk=worked).update(last_seen_at=now - timedelta(hours=25))
+    # a session that only listed tools and pinged is an orphan however recently it was seen
+    assert b.legacy(pinged, "tools/list").status_code == 404
     assert a.legacy(worked, "ping").status_code == 404  # idle past the limit is gone even before the sweep
-    assert sweep_idle_sessions.apply().get() == 2
+    assert a.legacy(lunch, "ping").status_code == 200  # 31 minutes idle after tool calls: still there
+    assert call_tool(a, "brain_list_projects", session=lunch)
+    assert sweep_idle_sessions.apply().get() == 3
     assert McpSession.objects.get(pk=worked).close_reason == "idle"
-    assert McpSession.objects.get(pk=fresh).closed_at is None
-    assert [f["sessionPrefix"] for f in ops(caplog, "mcp.session.orphan")] == [orphan[:8]]
+    assert McpSession.objects.get(pk=lunch).closed_at is None and McpSession.objects.get(pk=fresh).closed_at is None
+    assert sorted(f["sessionPrefix"] for f in ops(caplog, "mcp.session.orphan")) == sorted([orphan[:8], pinged[:8]])
     assert [f["sessionPrefix"] for f in ops(caplog, "mcp.session.close")] == [worked[:8]]
     assert mcp_sessions_sweep() == 0  # idempotent
 
@@ -109,7 +119,8 @@ def test_sessions_closed_past_the_retention_are_purged_by_the_sweep(client: Clie
     McpSession.objects.filter(pk__in=[old_a, old_b]).update(closed_at=now - timedelta(days=8), close_reason="idle")
     McpSession.objects.filter(pk=recent_a).update(closed_at=now - timedelta(days=6), close_reason="deleted")
     # An idle session is first closed by the sweep, then kept for the retention time.
-    McpSession.objects.filter(pk=open_a).update(last_seen_at=now - timedelta(days=30))
+    month_ago = now - timedelta(days=30)
+    McpSession.objects.filter(pk=open_a).update(created_at=month_ago, last_seen_at=month_ago)
     assert sweep_idle_sessions.apply().get() == 1
     assert set(McpSession.objects.values_list("pk", flat=True)) == {recent_a, open_a}
     assert [f["count"] for f in ops(caplog, "mcp.sessions.purged")] == [2]
