@@ -9,7 +9,6 @@ warn: a model's similarity is never grounds to refuse an action.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import re
 import shlex
@@ -27,6 +26,7 @@ from pgvector import Vector
 
 from brain.sql_rows import execute_prepared
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
+from knowledge.globs import Glob, compiled_glob, normal_glob
 from knowledge.guard_models import GuardCalibration, GuardKind, GuardPattern, GuardRuleVersion, GuardSeverity
 from knowledge.models import REVIEW_HELD, KnowledgeItem, KnowledgeType
 
@@ -46,7 +46,8 @@ class Rule:
     severity: str
     text: str
     alternative: str
-    regex: re.Pattern[str] | None = None
+    regex: re.Pattern[str] | None = None  # a command_regex rule's
+    glob: Glob | None = None  # a path_glob rule's
 
 
 @dataclass
@@ -81,27 +82,17 @@ def _normal_path(word: str) -> str:
     return word[2:] if word.startswith("./") else word
 
 
-def glob_regex(glob: str) -> re.Pattern[str]:
-    """`dist/**` matches everything under dist/ at any depth, also below a leading folder (`pkg/dist/x`)."""
-    glob = glob.strip().lstrip("./") or "*"
-    glob = glob + "**" if glob.endswith("/") else glob  # a folder means everything under it
-    body = fnmatch.translate(glob.replace("**/", "\x00").replace("**", "\x01"))
-    body = body.replace("\x00", "(?:.*/)?").replace("\x01", ".*")
-    return re.compile(rf"(?:^|.*/){body}")
-
-
 def _compile(row: GuardPattern) -> Rule | None:
     regex: re.Pattern[str] | None = None
     try:
         if row.kind == GuardKind.COMMAND_REGEX:
             regex = re.compile(row.pattern)
-        elif row.kind == GuardKind.PATH_GLOB:
-            regex = glob_regex(row.pattern)
     except re.error:
         return None  # stored before validation existed; never fails a check
     item = row.knowledge
     return Rule(id=str(item.id), kind=row.kind, pattern=row.pattern, severity=row.severity,
-                text=" ".join(item.content.split()), alternative=row.alternative, regex=regex)
+                text=" ".join(item.content.split()), alternative=row.alternative, regex=regex,
+                glob=compiled_glob(row.pattern) if row.kind == GuardKind.PATH_GLOB else None)
 
 
 def _matches(rule: Rule, parsed: ParsedAction) -> bool:
@@ -114,7 +105,7 @@ def _matches(rule: Rule, parsed: ParsedAction) -> bool:
     if kind == GuardKind.COMMAND_REGEX:
         return bool(parsed.command) and rule.regex is not None and rule.regex.search(parsed.command) is not None
     if kind == GuardKind.PATH_GLOB:
-        return rule.regex is not None and any(rule.regex.fullmatch(p) for p in parsed.paths)
+        return rule.glob is not None and any(rule.glob.matches(p) for p in parsed.paths)
     if kind == GuardKind.LOCK_FILE:
         return any(PurePosixPath(p).name == rule.pattern for p in parsed.paths)
     if kind == GuardKind.GENERATED_MARKER:
@@ -242,8 +233,8 @@ class RuleIndex:
             self.by_word.setdefault(_first_word(" ".join(rule.pattern.split())), []).append(rule)
         elif rule.kind == GuardKind.COMMAND_REGEX and (head := _regex_head(rule.pattern)):
             self.by_word.setdefault(head, []).append(rule)
-        elif rule.kind == GuardKind.PATH_GLOB and (head := rule.pattern.strip().lstrip("./").split("/", 1)[0]) \
-                and not any(c in head for c in "*?[") and "/" in rule.pattern.strip().lstrip("./"):
+        elif rule.kind == GuardKind.PATH_GLOB and (head := normal_glob(rule.pattern).split("/", 1)[0]) \
+                and not any(c in head for c in "*?[") and "/" in normal_glob(rule.pattern):
             self.by_segment.setdefault(head, []).append(rule)
         elif rule.kind == GuardKind.LOCK_FILE:
             self.by_name.setdefault(rule.pattern, []).append(rule)

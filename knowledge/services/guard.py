@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import re
 
@@ -38,8 +37,6 @@ def _check_pattern(kind: str, pattern: str) -> None:
             re.compile(pattern)
         except re.error as exc:
             raise ValidationFailed(f"pattern is not a valid regular expression: {exc}") from None
-    if kind == GuardKind.PATH_GLOB:
-        fnmatch.translate(pattern)
 
 
 def guard_rule_add(

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from brain.health import check_broker, check_database
 from knowledge.embeddings import embedder_health
+from knowledge.globs import compiled_glob
 from knowledge.guard_models import DreamRun
 from knowledge.models import KnowledgeItem, KnowledgeType, review_usable_by
-from knowledge.selectors.guard import glob_regex
 from knowledge.selectors.live import personal_rows
 from knowledge.selectors.search import decay_floor, knowledge_search
 from projects.scope import Principal
@@ -49,8 +49,8 @@ def _path_match(item: KnowledgeItem, files: Sequence[str], langs: set[str]) -> b
     if item.always_apply:
         return True
     if item.file_globs and files:
-        regexes = [glob_regex(g) for g in item.file_globs]
-        return any(r.fullmatch(f.lstrip("./")) for r in regexes for f in files)
+        globs = [compiled_glob(g) for g in item.file_globs]
+        return any(g.matches(f.removeprefix("./")) for g in globs for f in files)
     return bool(item.language) and item.language.lower() in langs
 
 
