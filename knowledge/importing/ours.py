@@ -12,11 +12,27 @@ from typing import Any
 from django.utils.dateparse import parse_datetime
 
 from knowledge.importing.types import ImportRejected, ParsedRule
+from knowledge.models import (
+    FILE_GLOB_MAX,
+    FILE_GLOBS_MAX,
+    SOURCE_MAX,
+    TAG_MAX,
+    TAGS_MAX,
+    SkillStage,
+)
+from projects.models import STACK_NAME_MAX
 
 FORMATS = ("external-brain-export/1", "external-brain-export/2")
 _RESTORED = ("id", "projectId", "source", "stage", "confidence", "successCount", "failureCount", "decayScore",
              "framework", "language", "lastUsedAt", "createdAt", "deletedAt", "supersededById", "pinned")
 _DATES = ("lastUsedAt", "createdAt", "deletedAt")
+# The most characters each field may hold, checked before anything is written (a longer value failed at the
+# database after the file's earlier rows were in): the columns' own limits, and for the texts a bound well above
+# what the brain writes (a skill grows past RULE_MAX line by line) and below what its full-text index can hold.
+RESTORED_TEXT_MAX = 200_000
+_LONGEST = {"rule": RESTORED_TEXT_MAX, "trigger": RESTORED_TEXT_MAX, "rationale": RESTORED_TEXT_MAX,
+            "source": SOURCE_MAX, "framework": STACK_NAME_MAX, "language": STACK_NAME_MAX}
+_LISTS = {"tags": (TAGS_MAX, TAG_MAX), "fileGlobs": (FILE_GLOBS_MAX, FILE_GLOB_MAX)}
 
 
 def looks_like_export(text: str) -> bool:
@@ -40,6 +56,21 @@ def _problem(key: str, value: Any) -> str | None:
         return "must be a string"
     if key in _DATES and value and not _is_datetime(value):
         return "must be an ISO date-time"
+    if key == "stage" and (value or "") not in SkillStage.values:
+        return f"must be one of {', '.join(repr(v) for v in SkillStage.values)}"
+    return None
+
+
+def _limits_problem(row: dict[str, Any], index: int) -> str | None:
+    for key, longest in _LONGEST.items():
+        if isinstance(row.get(key), str) and len(row[key]) > longest:
+            return f"knowledge[{index}].{key} is {len(row[key])} characters; at most {longest}"
+    for key, (most, longest) in _LISTS.items():
+        items = row.get(key) or []
+        if not isinstance(items, list):
+            return f"knowledge[{index}].{key} must be a list"
+        if len(items) > most or any(len(str(item)) > longest for item in items):
+            return f"knowledge[{index}].{key}: at most {most}, each at most {longest} characters"
     return None
 
 
@@ -55,9 +86,8 @@ def _restored(row: dict[str, Any], index: int) -> dict[str, Any]:
     for key, value in restore.items():
         if problem := _problem(key, value):
             raise ImportRejected(f"knowledge[{index}].{key} {problem}; got {str(value)[:60]!r}")
-    for key in ("tags", "fileGlobs"):
-        if not isinstance(row.get(key) or [], list):
-            raise ImportRejected(f"knowledge[{index}].{key} must be a list")
+    if problem := _limits_problem(row, index):
+        raise ImportRejected(problem)
     return restore
 
 
