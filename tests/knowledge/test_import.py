@@ -4,6 +4,8 @@ front matter, MCP memory JSONL, receipts, and a second tenant who sees none of i
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +188,13 @@ def test_every_corpus_file_parses_and_a_sample_imports(tenant_a: Tenant, tenant_
     again = _import(tenant_a, *((f".cursor/rules/{r['rule_set']}", r["text"]) for r in sample))
     assert again["created"] == 0 and again["merged"] == 0 and again["failed"] == 0
     assert not KnowledgeItem.objects.filter(owner=tenant_b.user).exists()
+
+
+def test_a_heading_with_a_long_run_of_blanks_parses_in_a_child_process() -> None:
+    """`# a` + 20,000 blanks + `b` backtracked for hours in the old heading regex; a child process turns a regression
+    into a failure instead of a hung suite (the limit is only a hang guard)."""
+    code = ("from knowledge.importing.markdown import parse_rules; import sys; "
+            "rules = parse_rules('# a' + ' ' * 20000 + 'b\\n\\n- Always keep this rule\\n'); "
+            "sys.exit(0 if [r.content for r in rules] == ['Always keep this rule'] else 1)")
+    done = subprocess.run([sys.executable, "-c", code], timeout=120, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
