@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from dashboard.common import page_context, principal_of, project_of
-from knowledge.importing.formats import MAX_BYTES
+from knowledge.importing.formats import MAX_BYTES, uploads_problem
 from knowledge.services.imports import ImportFile, knowledge_import
 from sessions.api.export import ExportFormat, export_response
 
@@ -27,6 +27,8 @@ def import_view(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
         uploads = request.FILES.getlist("files")
         if not uploads or len(uploads) > MAX_FILES:
             error = f"choose between 1 and {MAX_FILES} files"
+        elif problem := uploads_problem([u.size or 0 for u in uploads]):
+            error = problem
         else:
             files = [ImportFile(u.name or "upload", u.read(MAX_BYTES + 1)) for u in uploads]
             report = knowledge_import(principal=principal_of(request), files=files, project_id=str(project.id),

@@ -15,7 +15,7 @@ from ninja import Field, File, Form, Router, Schema
 from ninja.files import UploadedFile
 
 from brain.errors import ValidationFailed
-from knowledge.importing.formats import MAX_BYTES
+from knowledge.importing.formats import MAX_BYTES, uploads_problem
 from knowledge.services.imports import ImportFile, knowledge_import
 from projects.api.auth import principal_of
 from projects.api.errors import ErrorEnvelope
@@ -73,6 +73,8 @@ def import_files(request: HttpRequest, files: File[list[UploadedFile]], project:
         raise ValidationFailed("send at least one file in the multipart field 'files'")
     if len(files) > MAX_FILES:
         raise ValidationFailed(f"at most {MAX_FILES} files per request; got {len(files)}")
+    if problem := uploads_problem([f.size or 0 for f in files]):
+        raise ValidationFailed(problem)
     report = knowledge_import(principal=principal, files=[_read(f) for f in files], project_name=project or None,
                               dry_run=dryRun)
     return ImportOut.model_validate(report.as_dict())

@@ -11,6 +11,10 @@ from knowledge.importing.ours import looks_like_export, parse_export
 from knowledge.importing.types import ImportRejected, ParsedRule
 
 MAX_BYTES = 10 * 1024 * 1024  # a rule file is kilobytes; an export of a large brain fits well under this
+# One request's files together (each is read whole before parsing), and the rules one file may hold: a 10 MB file
+# of two-word lines is 2.5 million rules, gigabytes of parsed objects before anything is checked.
+REQUEST_MAX_BYTES = 32 * 1024 * 1024
+RULES_MAX = 50_000
 # File names agents read their rules from -> the format tag their rules carry.
 RULE_FILES = {
     "claude.md": "claude-md", "agents.md": "agents-md", "gemini.md": "gemini-md", ".cursorrules": "cursorrules",
@@ -57,13 +61,26 @@ def source_tag(name: str, kind: str) -> str:
     return RULE_FILES.get(base) or {"mdc": "cursor-rules", "mcp-memory-jsonl": "mcp-memory"}.get(kind, "")
 
 
+def uploads_problem(sizes: list[int]) -> str | None:
+    """Why a request's files are refused before any is read (None: they may be read)."""
+    total = sum(sizes)
+    if total > REQUEST_MAX_BYTES:
+        return (f"{total / 1048576:.1f} MB of files in one request; at most {REQUEST_MAX_BYTES // 1048576} MB: "
+                "send them in several requests")
+    return None
+
+
 def parse(name: str, data: bytes) -> tuple[str, list[ParsedRule]]:
     """(format, rules) of one file; ImportRejected with one clear message when it cannot be imported."""
     text = decode(name, data)
     kind = detect(name, text)
     if kind == "brain-export-json":
-        return kind, parse_export(text)
-    if kind == "mcp-memory-jsonl":
-        return kind, parse_jsonl(text)
-    tag = source_tag(name, kind)
-    return kind, parse_rules(text, tags=(tag,) if tag else ())
+        rules = parse_export(text)
+    elif kind == "mcp-memory-jsonl":
+        rules = parse_jsonl(text)
+    else:
+        tag = source_tag(name, kind)
+        rules = parse_rules(text, tags=(tag,) if tag else ())
+    if len(rules) > RULES_MAX:
+        raise ImportRejected(f"{len(rules)} rules in one file; at most {RULES_MAX}: split it into several files")
+    return kind, rules

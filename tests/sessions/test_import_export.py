@@ -114,6 +114,28 @@ def test_rest_import_and_export(tenant_a: Tenant, tenant_b: Tenant) -> None:
     assert b"linter" not in other.getvalue()
 
 
+def test_a_request_over_the_size_limit_and_a_file_of_too_many_rules_are_refused(
+        tenant_a: Tenant, tenant_b: Tenant, monkeypatch: pytest.MonkeyPatch) -> None:
+    from knowledge.importing import formats
+
+    monkeypatch.setattr(formats, "REQUEST_MAX_BYTES", 1000)
+    monkeypatch.setattr(formats, "RULES_MAX", 10)
+    client = bearer(tenant_a.user_raw)
+    big = [SimpleUploadedFile(f"r{n}.md", b"- Always keep rule %d here.\n" % n * 25) for n in range(2)]
+    refused = api_error(client.post("/api/v1/import", {"files": big}), 400, "VALIDATION")
+    assert "at most 0 MB" in refused["message"] and "several requests" in refused["message"]
+    many = b"".join(b"- Always keep rule number %d.\n\n" % n for n in range(11))
+    body = client.post("/api/v1/import", {"files": [SimpleUploadedFile("AGENTS.md", many),
+                                                    SimpleUploadedFile("CLAUDE.md", b"- Always lint first.\n")]})
+    assert body.status_code == 200, body.content
+    first, second = body.json()["files"]
+    assert first["status"] == "failed" and "11 rules in one file; at most 10" in first["error"]
+    assert second["status"] == "imported"
+    assert list(KnowledgeItem.objects.filter(owner=tenant_a.user).values_list("content", flat=True)) == [
+        "Always lint first."]
+    assert not KnowledgeItem.objects.filter(owner=tenant_b.user).exists()
+
+
 def test_cli_import_json_and_export(tenant_a: Tenant, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / ".cursor" / "rules").mkdir(parents=True)
     (tmp_path / ".cursor" / "rules" / "a.mdc").write_text("---\nalwaysApply: true\n---\n- Avoid global state.\n")
