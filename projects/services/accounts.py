@@ -57,7 +57,12 @@ def password_check(*, password: str, email: str) -> None:
 
 
 def user_create(*, email: str, password: str | None = None, is_staff: bool = False) -> User:
-    """Creates an active user and its personal org (owner membership), or raises VALIDATION/CONFLICT."""
+    """Creates an active user and its personal org (owner membership), or raises VALIDATION/CONFLICT.
+
+    One transaction: a user is never left without the personal org every project lookup needs. Sign-ups take turns
+    at picking a personal slug (two at once, alice@a and alice@b, both chose `personal-alice`, and the second
+    failed on the slug's unique index after its user was stored); the same e-mail twice at once (a double click)
+    is a CONFLICT, not a 500."""
     email = (email or "").strip().lower()
     try:
         validate_email(email)
@@ -67,7 +72,19 @@ def user_create(*, email: str, password: str | None = None, is_staff: bool = Fal
         raise Conflict(f"a user with e-mail {email} already exists")
     if password is not None:
         password_check(password=password, email=email)
+    try:
+        with transaction.atomic():
+            return _user_insert(email, password, is_staff)
+    except IntegrityError:
+        if User.objects.filter(email=email).exists():
+            raise Conflict(f"a user with e-mail {email} already exists") from None
+        raise
+
+
+def _user_insert(email: str, password: str | None, is_staff: bool) -> User:
     user = User.objects.create_user(email, password, is_staff=is_staff, is_superuser=is_staff)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('personal-org-create'))")
     taken = set(Org.objects.filter(slug__startswith="personal-").values_list("slug", flat=True))
     org = Org.objects.create(
         name=email, slug=_unique_slug(f"personal-{email.split('@')[0]}", taken), personal_for=user
