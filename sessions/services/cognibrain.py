@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 
 from brain.errors import ForbiddenProject, ValidationFailed
@@ -127,8 +127,13 @@ def _supersede_contradicted(session: Session, forbidden: str, new: KnowledgeItem
             .exclude(type__in=[KnowledgeType.ANTI_PRINCIPLE, KnowledgeType.GUARD, KnowledgeType.ACTION_ITEM])
             .exclude(id=new.id).exclude(content__iregex=r"\m(not|never|don'?t|avoid)\M"))
     ids = list(rows.values_list("id", flat=True)[:10])
-    KnowledgeItem.objects.filter(id__in=ids).update(superseded_by=new)
-    return ids
+    # Only rows still live as the UPDATE runs: one a concurrent teach or correction superseded meanwhile keeps that
+    # link (the audit log names it), and only the rows really superseded here are reported.
+    with connection.cursor() as cursor:
+        cursor.execute(f'UPDATE "{KnowledgeItem._meta.db_table}" SET superseded_by_id = %s '  # noqa: S608
+                       "WHERE id = ANY(%s) AND superseded_by_id IS NULL AND deleted_at IS NULL RETURNING id",
+                       [new.id, ids])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def _store(session: Session, *, content: str, type: str, trigger: str = "", rationale: str = "",
