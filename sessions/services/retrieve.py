@@ -19,17 +19,20 @@ def knowledge_retrieve(
     framework: str = "", language: str = "", limit: int = 5, budget_tokens: int | None = None,
 ) -> Retrieved:
     """Ranked items (with scores and why) plus the injection text within the budget; with a session id the
-    search runs in that session's project and the injected rows are recorded on it."""
+    search runs in that session's project and the injected rows are recorded on it while it is open."""
     text_storable(prompt=prompt, sessionId=session_id, projectId=project_id, framework=framework, language=language)
     if not prompt.strip():
         raise ValidationFailed("prompt must not be empty: pass the task you are about to work on")
     if not 1 <= limit <= MAX_LIMIT:
         raise ValidationFailed(f"limit must be between 1 and {MAX_LIMIT}")
     with transaction.atomic():
-        session = session_owned(principal=principal, session_id=session_id) if session_id else None
+        # Locked while the rows are recorded, so a close cannot credit the session in between; a closed session
+        # still scopes the search but records nothing (its credit has run: the rows would never be scored).
+        session = session_owned(principal=principal, session_id=session_id, for_update=True) if session_id else None
         scope_project = session.project_id if session else None
         if session is None and project_id is not None:
             scope_project = project_addressed(principal=principal, project_id=project_id).project.id
-        return knowledge_inject(principal=principal, prompt=prompt, project_id=scope_project, session=session,
+        recorded_on = session if session is not None and session.ended_at is None else None
+        return knowledge_inject(principal=principal, prompt=prompt, project_id=scope_project, session=recorded_on,
                                 limit=limit, framework=framework, language=language, budget_tokens=budget_tokens,
                                 explain=True)

@@ -67,6 +67,21 @@ def test_retrieve_records_injected_on_session(tenant_a: Tenant, tenant_b: Tenant
         knowledge_retrieve(principal=tenant_a.principal, prompt=" ")
 
 
+def test_retrieve_on_a_closed_session_searches_its_project_and_records_nothing(tenant_a: Tenant,
+                                                                               tenant_b: Tenant) -> None:
+    rule = knowledge_teach(principal=tenant_a.principal, type="reflex", trigger="writing SQL migrations",
+                           rule="always add indexes concurrently").item
+    session = session_open(principal=tenant_a.principal).session
+    session_report_outcome(principal=tenant_a.principal, session_id=str(session.id),
+                           report=OutcomeReport(success=True))
+    out = knowledge_retrieve(principal=tenant_a.principal, prompt="write a SQL migration adding an index",
+                             session_id=str(session.id))
+    assert out.injection.ids == [str(rule.id)]  # the search still runs in the session's project
+    assert not SessionKnowledgeApplication.objects.filter(session=session).exists()  # its credit has run
+    with pytest.raises(NotFound):
+        knowledge_retrieve(principal=tenant_b.principal, prompt="SQL", session_id=str(session.id))
+
+
 def test_session_search_and_recent(tenant_a: Tenant, tenant_b: Tenant) -> None:
     s1 = session_open(principal=tenant_a.principal, prompt="migrate the billing service to stripe webhooks").session
     session_event_record(principal=tenant_a.principal, session_id=str(s1.id), event_type="note",
