@@ -11,7 +11,12 @@ from projects.scope import Principal
 from sessions.selectors.cognibrain import coding_context, health_of
 from sessions.services.cognibrain import correction_record, memory_add, outcome_record, patch_evidence_record
 from sessions.services.context_pack import context_pack
-from sessions.services.current import session_current, session_current_end, session_current_open
+from sessions.services.current import (
+    in_current_session,
+    session_current,
+    session_current_end,
+    session_current_open,
+)
 from sessions.services.dream import dream_queue_if_due
 
 
@@ -51,8 +56,8 @@ def cognibrain_guard(principal: Principal, args: s.GuardIn) -> s.GuardOut:
     "task (this session only). A near-duplicate returns the existing id with stored=false. \"Never edit "
     "dist/** ...\" stated as a repo memory becomes a guard rule."))
 def cognibrain_memory_add(principal: Principal, args: s.MemoryAddIn) -> s.MemoryAddOut:
-    session = session_current(principal=principal)
-    added = memory_add(principal=principal, session=session, content=args.content, scope=args.scope)
+    added = in_current_session(principal, lambda session: memory_add(
+        principal=principal, session=session, content=args.content, scope=args.scope))
     return s.MemoryAddOut(id=str(added.id), stored=added.stored)
 
 
@@ -60,8 +65,7 @@ def cognibrain_memory_add(principal: Principal, args: s.MemoryAddIn) -> s.Memory
     "A human correction: stored as a user_correction of the current session; \"not X, use Y\" also stores "
     "the forbidden action and the procedure, superseding rules that recommended X."))
 def cognibrain_correction(principal: Principal, args: s.CorrectionIn) -> s.CorrectionOut:
-    session = session_current(principal=principal)
-    done = correction_record(session=session, text=args.text)
+    done = in_current_session(principal, lambda session: correction_record(session=session, text=args.text))
     return s.CorrectionOut.model_validate({
         "eventId": str(done.event.id), "superseded": [str(i) for i in done.superseded],
         "stored": [{"id": str(i.id), "type": i.type, "content": i.content} for i in done.stored],
@@ -71,8 +75,8 @@ def cognibrain_correction(principal: Principal, args: s.CorrectionIn) -> s.Corre
 @cognibrain_tool(title="Record patch evidence", read_only=False, idempotent=False, description=(
     "After a change: the task, files changed and commands run, with the memories injected so far."))
 def cognibrain_patch_evidence(principal: Principal, args: s.PatchEvidenceIn) -> s.PatchEvidenceOut:
-    session = session_current(principal=principal)
-    event = patch_evidence_record(session=session, task=args.task, files=args.files, commands=args.commands)
+    event = in_current_session(principal, lambda session: patch_evidence_record(
+        session=session, task=args.task, files=args.files, commands=args.commands))
     return s.PatchEvidenceOut(evidence_id=str(event.id), recorded=True)
 
 
@@ -90,8 +94,8 @@ def cognibrain_health(principal: Principal, args: NoArguments) -> s.HealthOut:
     "After running a command: its exit code and stderr. The same command failing twice with similar stderr "
     "becomes a memory the guard warns with; a later success of another command becomes its alternative."))
 def cognibrain_outcome(principal: Principal, args: s.OutcomeIn) -> s.OutcomeOut:
-    session = session_current(principal=principal)
-    done = outcome_record(session=session, command=args.command, exit_code=args.exit_code, stderr=args.stderr)
+    done = in_current_session(principal, lambda session: outcome_record(
+        session=session, command=args.command, exit_code=args.exit_code, stderr=args.stderr))
     return s.OutcomeOut(recorded=True, event_id=str(done.event.id),
                         tool_outcome_memory_id=str(done.memory_id) if done.memory_id else None,
                         alternative_for=str(done.alternative_for) if done.alternative_for else None)

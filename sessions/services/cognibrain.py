@@ -29,7 +29,7 @@ from knowledge.services.knowledge_vectors import (
 from projects.scope import Principal
 from sessions.models import ApplicationRole, Session, SessionEvent, SessionKnowledgeApplication
 from sessions.services.correction_kea import correction_derive
-from sessions.services.current import task_tag
+from sessions.services.current import session_hold_open, task_tag
 from sessions.services.event_vectors import event_vectors_deferred
 from sessions.services.events import session_event_log
 from sessions.services.policy import Policy, policy_parse
@@ -104,6 +104,7 @@ def outcome_record(*, session: Session, command: str, exit_code: int, stderr: st
     failed = exit_code != 0
     payload = {"kind": "command_outcome", "command": command, "exitCode": exit_code, "stderr": stderr[-STDERR_KEEP:]}
     with transaction.atomic():
+        session_hold_open(session)
         event = session_event_log(session=session, event_type="error" if failed else "tool_use",
                                   content=f"{command} {stderr[-500:]}".strip(), payload=payload,
                                   defer_vectors=event_vectors_deferred())
@@ -152,6 +153,7 @@ def correction_record(*, session: Session, text: str) -> Corrected:
     clean = " ".join(text.split())
     parsed, derived_by = correction_derive(text=clean, user_id=session.user_id)  # a model call: no transaction
     with transaction.atomic():
+        session_hold_open(session)
         done = Corrected(session_event_log(session=session, event_type="user_correction", content=clean,
                                            payload={"kind": "correction", "text": clean},
                                            defer_vectors=event_vectors_deferred()))
@@ -218,6 +220,8 @@ def memory_add(*, principal: Principal, session: Session, content: str, scope: s
     where = (Q(project=project) if project else Q(owner=principal.user, project__isnull=True)) & review_usable_by(
         principal.user)
     with transaction.atomic():
+        if scope == "task":  # it lives as long as the session: never written into one already closed
+            session_hold_open(session)
         existing = _near_duplicate(where & Q(tags__contains=tags) if scope != "repo" else where & lasting(), clean)
         if existing is not None:
             return MemoryAdded(existing.id, False)
@@ -243,5 +247,8 @@ def patch_evidence_record(
         session=session, role=ApplicationRole.INJECTED).values_list("knowledge_id", flat=True)[:100]]
     payload = {"kind": "patch_evidence", "task": task[:2000], "files": [f[:500] for f in files],
                "commands": [c[:1000] for c in commands], "memoriesUsed": used}
-    return session_event_log(session=session, event_type="note", content=f"{task[:2000]} {' '.join(files)[:2000]}",
-                              payload=payload, defer_vectors=event_vectors_deferred())
+    with transaction.atomic():
+        session_hold_open(session)
+        return session_event_log(session=session, event_type="note",
+                                 content=f"{task[:2000]} {' '.join(files)[:2000]}", payload=payload,
+                                 defer_vectors=event_vectors_deferred())

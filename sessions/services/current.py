@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from django.db import connection, transaction
 from django.db.models import Max
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from brain.errors import ValidationFailed
+from brain.errors import Conflict, ValidationFailed
 from brain.logs import log_op
 from brain.text import text_storable
 from knowledge.models import KnowledgeItem
@@ -34,6 +36,8 @@ from sessions.services.outcome import OutcomeReport, SessionClosed, session_repo
 logger = logging.getLogger(__name__)
 CLIENT_TYPE = "cognibrain"
 IDLE_AFTER = timedelta(hours=2)
+CURRENT_ATTEMPTS = 3  # a write finding its session just closed moves to the next one; more is a client in a loop
+T = TypeVar("T")
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)?$")
 
 
@@ -105,6 +109,32 @@ def session_current(*, principal: Principal, repo: str | None = None) -> Session
     return session
 
 
+class CurrentSessionEnded(Exception):
+    """The current session closed between finding it and writing to it (an end, a DELETE of its MCP session, the
+    idle sweep); the write rolled back and belongs in the next current session."""
+
+
+def session_hold_open(session: Session) -> None:
+    """Inside the caller's transaction: keeps the session open until it commits (FOR KEY SHARE, which a close's
+    FOR UPDATE waits for), or raises CurrentSessionEnded when it closed meanwhile. Without it a task memory written
+    just after the close was never dropped, and events landed after the close had scored the session."""
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT 1 FROM "{Session._meta.db_table}" '  # noqa: S608 - the table name from the model
+                       "WHERE id = %s AND ended_at IS NULL FOR KEY SHARE", [session.pk])
+        if cursor.fetchone() is None:
+            raise CurrentSessionEnded(str(session.pk))
+
+
+def in_current_session(principal: Principal, work: Callable[[Session], T]) -> T:
+    """`work` on the caller's current session; on the next one when that closed before `work` could write."""
+    for _ in range(CURRENT_ATTEMPTS):
+        try:
+            return work(session_current(principal=principal))
+        except CurrentSessionEnded:
+            continue
+    raise Conflict("the current session kept closing while this call wrote to it; retry", details={"retryable": True})
+
+
 def _failures(session: Session) -> list[str]:
     rows = SessionEvent.objects.filter(session=session, event_type="error", payload__kind="command_outcome")
     return [f"{r.payload.get('command', '')}: {str(r.payload.get('stderr', ''))[:200]}" for r in rows[:20]]
@@ -137,8 +167,9 @@ def session_current_end(
         success=not abandoned and _last_command_ok(session), errors=failures[:20], summary=summary or default,
         extra={"abandoned": True} if abandoned else {},
     )
-    closed = session_report_outcome(principal=principal, session_id=str(session.id), report=report)
-    task_memories_drop(session=session)
+    with transaction.atomic():  # the task memories go with the close, or neither happens
+        closed = session_report_outcome(principal=principal, session_id=str(session.id), report=report)
+        task_memories_drop(session=session)
     log_op(logger, "cognibrain.session_end", session=str(session.id)[:8], abandoned=abandoned,
            sqs=closed.scores.sqs)
     return Ended(session, closed)
