@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from brain.errors import ValidationFailed
 from brain.logs import log_op
@@ -77,9 +77,14 @@ def _supersede(*, principal: Principal, new: KnowledgeItem, old_id: str | None) 
 def _same_rule(*, principal: Principal, project: Project | None, draft: KnowledgeDraft) -> KnowledgeItem | None:
     """The caller's live row of the same type and the same words (case and spacing aside) in that scope."""
     words = " ".join(draft.content.split())
-    rows = KnowledgeItem.objects.filter(owner=principal.user, project=project, type=draft.type,
-                                        deleted_at__isnull=True, superseded_by__isnull=True).exclude(
-        review_status=ReviewStatus.REJECTED)  # taught again after a rejection: a new row for a new review
+    # The same rule taught twice at once takes turns (both found no row and both stored one), and the row found is
+    # locked: a delete committed meanwhile is seen, so a rule is never reaffirmed into a deleted row.
+    key = f"teach:{principal.user.pk}:{project.pk if project else ''}:{draft.type}:{words.lower()}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
+    rows = KnowledgeItem.objects.select_for_update().filter(
+        owner=principal.user, project=project, type=draft.type, deleted_at__isnull=True, superseded_by__isnull=True,
+    ).exclude(review_status=ReviewStatus.REJECTED)  # taught again after a rejection: a new row for a new review
     return next((row for row in rows.filter(content__iexact=draft.content.strip())
                  if " ".join(row.content.split()).lower() == words.lower()), None)
 
