@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
 from django.db import connection, transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -175,16 +176,28 @@ def session_current_end(
     return Ended(session, closed)
 
 
+def _idle(cutoff: datetime) -> QuerySet[Session]:
+    return (Session.objects.filter(client_type=CLIENT_TYPE, ended_at__isnull=True)
+            .annotate(seen=Greatest("started_at", Coalesce(Max("events__occurred_at"), "started_at")))
+            .filter(seen__lt=cutoff))
+
+
+def close_if_still_idle(*, session_id: uuid.UUID, cutoff: datetime) -> bool:
+    """Closes the session as abandoned when, with its row locked, it is still open and idle since `cutoff`: a
+    call that arrived after the sweep listed it (its event insert holds the row until it commits) keeps it open."""
+    with transaction.atomic():
+        locked = Session.objects.select_for_update(of=("self",)).filter(pk=session_id, ended_at__isnull=True)
+        if not locked.exists() or not _idle(cutoff).filter(pk=session_id).exists():
+            return False
+        session = Session.objects.select_related("user").get(pk=session_id)
+        session_current_end(principal=Principal(user=session.user), session=session, abandoned=True)
+    return True
+
+
 def cognibrain_sessions_sweep(*, now: datetime | None = None) -> int:
     """Closes every current session idle for IDLE_AFTER as abandoned; returns how many."""
     cutoff = (now or timezone.now()) - IDLE_AFTER
-    idle = (Session.objects.filter(client_type=CLIENT_TYPE, ended_at__isnull=True)
-            .annotate(seen=Greatest("started_at", Coalesce(Max("events__occurred_at"), "started_at")))
-            .filter(seen__lt=cutoff).select_related("user"))
-    count = 0
-    for session in idle:
-        session_current_end(principal=Principal(user=session.user), session=session, abandoned=True)
-        count += 1
+    count = sum(close_if_still_idle(session_id=pk, cutoff=cutoff) for pk in _idle(cutoff).values_list("pk", flat=True))
     if count:
         log_op(logger, "cognibrain.sweep", closed=count)
     return count

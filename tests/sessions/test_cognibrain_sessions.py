@@ -46,6 +46,20 @@ def test_sweep_closes_idle_sessions_as_abandoned(tenant_a: Tenant) -> None:
     assert session_current(principal=tenant_a.principal) != session
 
 
+def test_a_session_that_got_a_call_after_the_sweep_listed_it_stays_open(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    from sessions.services.cognibrain import outcome_record
+    from sessions.services.current import close_if_still_idle
+
+    busy, idle = session_current(principal=tenant_a.principal), session_current(principal=tenant_b.principal)
+    Session.objects.filter(pk__in=[busy.pk, idle.pk]).update(started_at=timezone.now() - timedelta(hours=3))
+    cutoff = timezone.now() - timedelta(hours=2)
+    outcome_record(session=busy, command="npm test", exit_code=0)  # the call that came after the listing
+    assert close_if_still_idle(session_id=busy.pk, cutoff=cutoff) is False
+    assert close_if_still_idle(session_id=idle.pk, cutoff=cutoff) is True
+    assert Session.objects.get(pk=busy.pk).ended_at is None and Session.objects.get(pk=idle.pk).success is False
+    assert close_if_still_idle(session_id=idle.pk, cutoff=cutoff) is False  # closed once
+
+
 def test_failing_twice_then_another_success_teaches_the_guard(tenant_a: Tenant, tenant_b: Tenant) -> None:
     session = session_current(principal=tenant_a.principal)
     first = outcome_record(session=session, command="pnpm install", exit_code=1, stderr=STDERR)
