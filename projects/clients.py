@@ -124,8 +124,8 @@ def brain_command() -> list[str]:
     """This install's `brain` command as an absolute path, since clients start commands without the user's PATH:
     beside the interpreter (a venv, `make run`), in the scheme's or the user scheme's scripts folder (`pip install
     --user`, a distribution's /usr/local/bin), on PATH; else the interpreter running the module."""
-    folders = [Path(sys.executable).parent, sysconfig.get_path("scripts"),
-               sysconfig.get_path("scripts", f"{os.name}_user")]
+    folders: list[str | Path] = [Path(sys.executable).parent, sysconfig.get_path("scripts"),
+                                 sysconfig.get_path("scripts", f"{os.name}_user")]
     for folder in folders:
         script = Path(folder) / "brain"
         if script.is_file() and os.access(script, os.X_OK):

@@ -6,7 +6,7 @@ import difflib
 import uuid
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -52,13 +52,21 @@ def review(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
     return render(request, "dashboard/review.html", context)
 
 
+def _decision(request: HttpRequest) -> bool | None:
+    """True to approve, False to reject, None for anything else (a crafted or truncated form changes nothing)."""
+    return {"approve": True, "reject": False}.get(request.POST.get("decision", ""))
+
+
 @login_required
 @require_POST
 def proposal_decide(request: HttpRequest, project_id: uuid.UUID, proposal_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
     user = request.user
     assert isinstance(user, User)
-    if request.POST.get("decision") == "approve":
+    decision = _decision(request)
+    if decision is None:
+        return HttpResponseBadRequest("decision must be approve or reject")
+    if decision:
         attempt(request, lambda: proposal_approve(user=user, proposal_id=proposal_id),
                 ok="Approved: the rule is live and searchable.")
     else:
@@ -74,7 +82,9 @@ def proposal_decide(request: HttpRequest, project_id: uuid.UUID, proposal_id: uu
 def member_rule_decide(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
     """An owner approves or rejects a member's held rule (the service refuses everyone else)."""
     project = project_of(request, project_id)
-    approve = request.POST.get("decision") == "approve"
+    approve = _decision(request)
+    if approve is None:
+        return HttpResponseBadRequest("decision must be approve or reject")
     attempt(request, lambda: knowledge_review_decide(principal=principal_of(request), item_id=item_id,
                                                      approve=approve),
             ok="Approved: the rule now reaches the whole project." if approve else "Rejected: it reaches no one.")

@@ -23,6 +23,7 @@ from knowledge.models import (
     Proposal,
     ProposalStatus,
     review_clear,
+    review_usable_by,
 )
 from projects.models import Project, User
 from projects.scope import Principal
@@ -160,7 +161,7 @@ def proposals_for(*, principal: Principal, project: Project, status: str = Propo
 def contradictions_open(*, principal: Principal, project: Project) -> list[Contradiction]:
     qs = Contradiction.objects.filter(Q(project=project) | Q(project__isnull=True, owner=principal.user),
                                       resolved_at__isnull=True)
-    return list(qs.select_related("first", "second").defer("first__embedding", "second__embedding")
+    return list(qs.select_related("first", "second", "owner").defer("first__embedding", "second__embedding")
                 .order_by("-similarity")[:PAGE])
 
 
@@ -169,11 +170,14 @@ def action_items(
 ) -> list[KnowledgeItem]:
     """The project's action items (open, or resolved = retired by a session), blockers first, then by
     assignee, oldest first; resolved ones most recently resolved first."""
-    qs = KnowledgeItem.objects.filter(project=project, type=KnowledgeType.ACTION_ITEM)
+    # A member's item held for review is its author's until approved (the others' links to it answered 404).
+    qs = KnowledgeItem.objects.filter(review_usable_by(principal.user), project=project, type=KnowledgeType.ACTION_ITEM)
     qs = qs.filter(deleted_at__isnull=True) if state == "open" else qs.filter(deleted_at__isnull=False)
     if assignee_email:
         qs = qs.filter(tags__contains=[f"for:{assignee_email.strip().lower()}"])
-    rows = list(qs.defer("embedding", "search_vector").order_by("created_at")[:PAGE * 4])
+    # The page's rows picked in the order shown: the most recently resolved, not the oldest created, when resolved.
+    ordered = qs.order_by("created_at") if state == "open" else qs.order_by("-deleted_at", "-created_at")
+    rows = list(ordered.defer("embedding", "search_vector")[:PAGE * 4])
     if state == "open":
         rows.sort(key=lambda r: ("blocker" not in r.tags, assignee(r)))
     else:

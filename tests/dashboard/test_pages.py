@@ -215,3 +215,37 @@ def test_action_items_by_assignee_and_state(client: Client, tenant_a: Tenant, wo
     client.post(reverse("dash_knowledge_delete", args=[tenant_a.project.id, world_a.action.id]))  # resolved
     assert "rotate the staging keys" in client.get(url + "?state=resolved").content.decode()
     assert "rotate the staging keys" not in client.get(url).content.decode()
+
+
+def test_a_decision_that_is_neither_approve_nor_reject_changes_nothing(client: Client, tenant_a: Tenant,
+                                                                       world_a: World) -> None:
+    _login(client, tenant_a)
+    url = reverse("dash_proposal_decide", args=[tenant_a.project.id, world_a.proposal.id])
+    for form in ({"reason": "a crafted form with no decision"}, {"decision": "aprove", "reason": "a typo"}):
+        assert client.post(url, form).status_code == 400
+    world_a.proposal.refresh_from_db()
+    assert world_a.proposal.status == ProposalStatus.PENDING
+
+
+def test_a_members_held_action_item_and_someone_elses_contradiction(client: Client, tenant_a: Tenant,
+                                                                    tenant_b: Tenant, world_a: World) -> None:
+    """A member's held action item is not listed to the others (its link answered 404), and only the owner of a
+    contradiction is offered to mark it resolved (the others were refused after clicking)."""
+    from projects.models import Membership
+    from projects.services.accounts import user_create
+
+    member = user_create(email="member@a.example")
+    Membership.objects.create(org=tenant_a.project.org, user=member, role=Membership.Role.MEMBER)
+    KnowledgeItem.objects.create(owner=member, project=tenant_a.project, type="action_item",
+                                 content="held: rotate the member keys", tags=["for:alice@a.example"],
+                                 review_status="pending")
+    pair = Contradiction.objects.get(owner=tenant_a.user)
+    Contradiction.objects.filter(pk=pair.pk).update(owner=member)
+    _login(client, tenant_a)
+    actions = client.get(reverse("dash_actions", args=[tenant_a.project.id])).content.decode()
+    assert "rotate the staging keys" in actions and "rotate the member keys" not in actions
+    review = client.get(reverse("dash_review", args=[tenant_a.project.id])).content.decode()
+    assert reverse("dash_contradiction_resolve", args=[tenant_a.project.id, pair.id]) not in review
+    assert "Its owner, member@a.example, marks it resolved." in review
+    _login(client, tenant_b)
+    assert client.get(reverse("dash_actions", args=[tenant_a.project.id])).status_code == 404

@@ -91,3 +91,15 @@ def test_pages_render_with_labels() -> None:
     html = Client().get("/accounts/signup/").content.decode()
     assert '<label for="id_email">' in html and '<label for="id_password">' in html
     assert 'name="viewport"' in html and "Skip to content" in html
+
+
+def test_a_fields_help_and_errors_are_what_its_aria_describedby_names(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """Django names a field's help and errors in aria-describedby; the form template gives them those ids, so a
+    screen reader reads both (they pointed nowhere)."""
+    page = Client().post("/accounts/signup/", {"email": "not-an-address", "password": "123"}).content.decode()
+    described = re.findall(r'aria-describedby="([^"]+)"', page)
+    assert described, "no field names its help or errors"
+    ids = set(re.findall(r'\bid="([^"]+)"', page))
+    named = {ref for value in described for ref in value.split()}
+    assert named <= ids, named - ids
+    assert any(ref.endswith("_error") for ref in named)
