@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from dashboard.common import page_context, principal_of, project_of
+from dashboard.common import page_context, principal_of, project_of, text_param
 from dashboard.forms import RejectForm
 from knowledge.models import Proposal, ProposalKind
 from knowledge.selectors.dashboard import action_items, assignee, contradictions_open, proposals_for
@@ -104,7 +104,7 @@ def contradiction_resolve_view(request: HttpRequest, project_id: uuid.UUID, pair
 def actions(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
     state = "resolved" if request.GET.get("state") == "resolved" else "open"
-    who = request.GET.get("for", "")[:254]
+    who = text_param(request, "for")
     rows = action_items(principal=principal_of(request), project=project, state=state, assignee_email=who)
     context = page_context(request, project, "actions", state=state, who=who,
                            rows=[(r, assignee(r), "blocker" in r.tags) for r in rows])

@@ -249,3 +249,18 @@ def test_a_members_held_action_item_and_someone_elses_contradiction(client: Clie
     assert "Its owner, member@a.example, marks it resolved." in review
     _login(client, tenant_b)
     assert client.get(reverse("dash_actions", args=[tenant_a.project.id])).status_code == 404
+
+
+def test_crafted_filters_and_page_numbers_answer_the_page(client: Client, tenant_a: Tenant, tenant_b: Tenant,
+                                                          world_a: World) -> None:
+    """A NUL in a free-text filter and a page number past bigint reached PostgreSQL and answered an HTML 500."""
+    _login(client, tenant_a)
+    p = tenant_a.project.id
+    for url in (reverse("dash_sessions", args=[p]) + "?client=%00x&outcome=%00",
+                reverse("dash_actions", args=[p]) + "?for=alice%00@a.example",
+                reverse("dash_sessions", args=[p]) + "?page=99999999999999999999",
+                reverse("dash_guard", args=[p]) + "?page=99999999999999999999",
+                reverse("dash_knowledge", args=[p]) + "?page=99999999999999999999"):
+        assert client.get(url).status_code == 200, url
+    _login(client, tenant_b)
+    assert client.get(reverse("dash_sessions", args=[p]) + "?client=%00").status_code == 404
