@@ -6,7 +6,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -92,16 +91,25 @@ def _item(request: HttpRequest, project: Project, item_id: uuid.UUID) -> Knowled
 @login_required
 def knowledge_detail(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
+    return _detail_page(request, project, _item(request, project, item_id))
+
+
+def _detail_page(request: HttpRequest, project: Project, item: KnowledgeItem, *, edit_form: EditForm | None = None,
+                 supersede_form: SupersedeForm | None = None) -> HttpResponse:
+    """The row's page; with a form the person sent that was refused, that form as sent, its errors beside its
+    fields and its section open (status 400), so nothing typed is lost."""
     principal = principal_of(request)
-    item = _item(request, project, item_id)
     context = page_context(
         request, project, "knowledge", item=item,
         chain=supersession_chain(principal=principal, project=project, item=item),
         applications=knowledge_applications(principal=principal, item=item),
         sources=sessions_by_ids(principal=principal, ids=source_session_ids(item=item)),
-        edit_form=EditForm(initial=_edit_initial(item), prefix="edit"), supersede_form=SupersedeForm(prefix="new"),
+        edit_form=edit_form or EditForm(initial=_edit_initial(item), prefix="edit"),
+        supersede_form=supersede_form or SupersedeForm(prefix="new"),
+        open_edit=edit_form is not None, open_supersede=supersede_form is not None,
     )
-    return render(request, "dashboard/knowledge_detail.html", context)
+    refused = edit_form is not None or supersede_form is not None
+    return render(request, "dashboard/knowledge_detail.html", context, status=400 if refused else 200)
 
 
 def _edit_initial(item: KnowledgeItem) -> dict[str, Any]:
@@ -134,14 +142,15 @@ def knowledge_edit_view(request: HttpRequest, project_id: uuid.UUID, item_id: uu
     project = project_of(request, project_id)
     item = _item(request, project, item_id)
     form = EditForm(request.POST, prefix="edit")  # two forms share the page: prefixes keep ids unique
-    if form.is_valid():
-        data = form.cleaned_data
-        attempt(request, lambda: knowledge_edit(
-            principal=principal_of(request), item_id=item.id, content=data["content"], trigger=data["trigger"],
-            rationale=data["rationale"], type=data["type"], tags=form.tag_list(), confidence=data["confidence"]),
-            ok="Saved.")
-    else:
-        messages.error(request, _form_errors(form))
+    if not form.is_valid():
+        return _detail_page(request, project, item, edit_form=form)
+    data = form.cleaned_data
+    saved = attempt(request, lambda: knowledge_edit(
+        principal=principal_of(request), item_id=item.id, content=data["content"], trigger=data["trigger"],
+        rationale=data["rationale"], type=data["type"], tags=form.tag_list(), confidence=data["confidence"]),
+        ok="Saved.", form=form)
+    if isinstance(saved, Refused):
+        return _detail_page(request, project, item, edit_form=form)
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
 
 
@@ -152,14 +161,14 @@ def knowledge_supersede_view(request: HttpRequest, project_id: uuid.UUID, item_i
     item = _item(request, project, item_id)
     form = SupersedeForm(request.POST, prefix="new")
     if not form.is_valid():
-        messages.error(request, _form_errors(form))
-        return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
+        return _detail_page(request, project, item, supersede_form=form)
     new = attempt(request, lambda: knowledge_supersede(
         principal=principal_of(request), item_id=item.id, content=form.cleaned_data["content"],
         trigger=form.cleaned_data["trigger"], rationale=form.cleaned_data["rationale"]),
-        ok="Superseded: the new row replaces this one.")
-    target = item.id if isinstance(new, Refused) else new.id
-    return redirect("dash_knowledge_detail", project_id=project.id, item_id=target)
+        ok="Superseded: the new row replaces this one.", form=form)
+    if isinstance(new, Refused):
+        return _detail_page(request, project, item, supersede_form=form)
+    return redirect("dash_knowledge_detail", project_id=project.id, item_id=new.id)
 
 
 @login_required
@@ -195,6 +204,3 @@ def knowledge_pin_view(request: HttpRequest, project_id: uuid.UUID, item_id: uui
             ok="Pinned: it never fades." if pin else "Unpinned: it fades from its last use like any other row.")
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
 
-
-def _form_errors(form: Any) -> str:
-    return "; ".join(f"{field}: {' '.join(errs)}" for field, errs in form.errors.items())

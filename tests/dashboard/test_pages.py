@@ -264,3 +264,23 @@ def test_crafted_filters_and_page_numbers_answer_the_page(client: Client, tenant
         assert client.get(url).status_code == 200, url
     _login(client, tenant_b)
     assert client.get(reverse("dash_sessions", args=[p]) + "?client=%00").status_code == 404
+
+
+def test_a_refused_edit_or_supersede_keeps_what_was_typed(client: Client, tenant_a: Tenant, tenant_b: Tenant,
+                                                          world_a: World) -> None:
+    _login(client, tenant_a)
+    p, rid = tenant_a.project.id, world_a.rule.id
+    typed = "alphaword a long careful rewrite the person typed " * 3
+    edit = client.post(reverse("dash_knowledge_edit", args=[p, rid]), {
+        "edit-content": typed, "edit-type": "heuristic", "edit-tags": "ops", "edit-confidence": "7"})
+    page = edit.content.decode()
+    assert edit.status_code == 400 and typed.strip() in page and "<details open><summary>Edit in place" in page
+    assert "less than or equal to 1" in page
+    supersede = client.post(reverse("dash_knowledge_supersede", args=[p, rid]), {"new-content": "x"})
+    page = supersede.content.decode()
+    assert supersede.status_code == 400 and "<details open><summary>Supersede" in page
+    assert "at least 3 characters" in page or "characters" in page
+    world_a.rule.refresh_from_db()
+    assert world_a.rule.content != typed and world_a.rule.superseded_by_id is None
+    _login(client, tenant_b)
+    assert client.post(reverse("dash_knowledge_edit", args=[p, rid]), {"edit-content": typed}).status_code == 404
