@@ -68,12 +68,16 @@ def org_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def org_detail(request: HttpRequest, slug: str) -> HttpResponse:
     user = _user(request)
-    org = _org_or_404(user, slug)
+    return _detail_page(request, user, _org_or_404(user, slug))
+
+
+def _detail_page(request: HttpRequest, user: User, org: Org, invite_form: InviteForm | None = None) -> HttpResponse:
+    """The org's page; with a refused invitation, its form as sent with the reason beside it (status 400)."""
     context = {
         "org": org, "role": role_in(user=user, org=org), "members": memberships_of_org(user=user, org=org),
-        "invitations": invitations_open(user=user, org=org), "invite_form": InviteForm(),
+        "invitations": invitations_open(user=user, org=org), "invite_form": invite_form or InviteForm(),
     }
-    return render(request, "orgs/detail.html", context)
+    return render(request, "orgs/detail.html", context, status=400 if invite_form is not None else 200)
 
 
 def _send_invitation(*, org_name: str, email: str, raw: str, inviter: str) -> None:
@@ -90,17 +94,17 @@ def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
     org = _org_or_404(user, slug)
     form = InviteForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Enter a valid e-mail address and role.")
-        return redirect("org_detail", slug=slug)
+        return _detail_page(request, user, org, form)
     if not mail_allowed(to=form.cleaned_data["email"], ip=client_ip(request)):
-        messages.error(request, "Too many invitation mails to this address or from here in the last hour; "
+        form.add_error(None, "Too many invitation mails to this address or from here in the last hour; "
                        "try again later.")
-        return redirect("org_detail", slug=slug)
-    created = attempt(request, lambda: invitation_create(user=user, org=org, **form.cleaned_data))
-    if not isinstance(created, Refused):
-        invitation, raw = created
-        _send_invitation(org_name=org.name, email=invitation.email, raw=raw, inviter=user.email)
-        messages.success(request, f"Invitation sent to {invitation.email}.")
+        return _detail_page(request, user, org, form)
+    created = attempt(request, lambda: invitation_create(user=user, org=org, **form.cleaned_data), form=form)
+    if isinstance(created, Refused):
+        return _detail_page(request, user, org, form)
+    invitation, raw = created
+    _send_invitation(org_name=org.name, email=invitation.email, raw=raw, inviter=user.email)
+    messages.success(request, f"Invitation sent to {invitation.email}.")
     return redirect("org_detail", slug=slug)
 
 

@@ -130,3 +130,17 @@ def test_an_org_name_is_one_line_and_its_invitation_mail_goes_out(tenant_a: Tena
     _invite(alice, Org.objects.get(pk=org.pk), tenant_b.user.email)
     assert mail.outbox[-1].subject == "Join Old name on External Brain"
     assert Invitation.objects.filter(org=org).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_refused_invitation_keeps_the_address_typed_and_says_why(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    alice = _client(tenant_a)
+    alice.post("/orgs/", {"name": "Acme Team"})
+    org = Org.objects.get(name="Acme Team")
+    bad = alice.post(f"/orgs/{org.slug}/invite", {"email": "carol@@c.example", "role": "member"})
+    page = bad.content.decode()
+    assert bad.status_code == 400 and 'value="carol@@c.example"' in page and "valid email" in page.lower()
+    taken = alice.post(f"/orgs/{org.slug}/invite", {"email": tenant_a.user.email, "role": "member"})
+    assert taken.status_code == 400 and f'value="{tenant_a.user.email}"' in taken.content.decode()
+    assert not Invitation.objects.filter(org=org).exists() and not mail.outbox
+    assert _client(tenant_b).post(f"/orgs/{org.slug}/invite", {"email": "x@x.example"}).status_code == 404
