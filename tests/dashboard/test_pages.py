@@ -284,3 +284,19 @@ def test_a_refused_edit_or_supersede_keeps_what_was_typed(client: Client, tenant
     assert world_a.rule.content != typed and world_a.rule.superseded_by_id is None
     _login(client, tenant_b)
     assert client.post(reverse("dash_knowledge_edit", args=[p, rid]), {"edit-content": typed}).status_code == 404
+
+
+def test_error_pages_are_the_products_with_a_way_back(client: Client, tenant_a: Tenant, tenant_b: Tenant) -> None:
+    _login(client, tenant_b)
+    missing = client.get(reverse("dash_overview", args=[tenant_a.project.id]))  # another tenant's project
+    page = missing.content.decode()
+    assert missing.status_code == 404 and "<h1>Not found</h1>" in page and reverse("dash_home") in page
+    assert "alphaword" not in page and str(tenant_a.project.name) not in page
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(tenant_b.user)
+    expired = strict.post(reverse("dash_knowledge_teach", args=[tenant_b.project.id]), {"rule": "x"})
+    assert expired.status_code == 403 and "This form has expired" in expired.content.decode()
+    assert not KnowledgeItem.objects.filter(owner=tenant_b.user).exists()
+    from django.template.loader import render_to_string
+
+    assert "Something went wrong on the server" in render_to_string("500.html")

@@ -67,7 +67,7 @@ def test_what_escapes_every_handler_is_answered_in_the_paths_format() -> None:
     assert api.status_code == 500 and json.loads(api.content)["error"]["code"] == "INTERNAL"
     mcp = json.loads(server_error(factory.post("/mcp")).content)
     assert mcp["jsonrpc"] == "2.0" and mcp["error"]["code"] == -32603
-    assert b"<h1>Server Error (500)</h1>" in server_error(factory.get("/dashboard/")).content
+    assert b"<h1>Something went wrong on the server</h1>" in server_error(factory.get("/dashboard/")).content
 
 
 def _multipart(boundary: str, rules: bytes) -> bytes:
