@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -46,6 +48,9 @@ def _wizard(base_url: str, token: str | None) -> list[dict[str, object]]:
     ]
 
 
+MINTED_KEY = "minted_token"
+
+
 def _chosen_profile(request: HttpRequest) -> str:
     profile = request.GET.get("profile", "brain")
     return profile if profile in PROFILES else "brain"
@@ -58,21 +63,31 @@ def tokens(request: HttpRequest) -> HttpResponse:
     assert isinstance(request.user, User)
     user = request.user
     form = TokenMintForm(request.POST or None, projects=list(projects_visible(principal=Principal(user=user))))
-    context: dict[str, object] = {"form": form}
-    status = 200
     if request.method == "POST" and form.is_valid():
         created = attempt(request, lambda: token_create(
             user=user, project=form.project(), label=form.cleaned_data["label"], expires_at=form.expires_at()
         ), form=form)
         if not isinstance(created, Refused):
+            # Shown by the GET this redirects to, then forgotten: a reload of that page mints nothing more (the
+            # POST's own answer, reloaded, minted a token each time) and shows no secret again.
             token, raw = created
-            base = public_base_url(request)
-            context.update(minted=token, raw=raw, wizard=_wizard(base, raw), base_url=base, profiles=PROFILES,
-                           profile=_chosen_profile(request))
-            context["form"] = TokenMintForm(projects=list(projects_visible(principal=Principal(user=user))))
-            status = 201
-    context["tokens"] = tokens_of(user=user)
-    return render(request, "tokens/tokens.html", context, status=status)
+            request.session[MINTED_KEY] = {"id": str(token.id), "raw": raw}
+            return redirect(f"{reverse('tokens')}?{urlencode({'profile': _chosen_profile(request)})}")
+    context: dict[str, object] = {"form": form, "tokens": tokens_of(user=user)}
+    if request.method == "GET":
+        context.update(_minted_once(request, user))
+    return render(request, "tokens/tokens.html", context)
+
+
+def _minted_once(request: HttpRequest, user: User) -> dict[str, object]:
+    """The token minted by the POST that redirected here, with its raw value and the set-up steps; once."""
+    minted = request.session.pop(MINTED_KEY, None)
+    token = tokens_of(user=user).filter(pk=minted["id"]).first() if isinstance(minted, dict) else None
+    if token is None:
+        return {}
+    base = public_base_url(request)
+    return {"minted": token, "raw": minted["raw"], "wizard": _wizard(base, minted["raw"]), "base_url": base,
+            "profiles": PROFILES, "profile": _chosen_profile(request)}
 
 
 @login_required

@@ -22,8 +22,9 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 def _sign_up_and_mint(browser: Client, base_url: str) -> tuple[str, str]:
     signup = browser.post("/accounts/signup/", {"email": "newbie@n.example", "password": "newbie long pass 31"})
     assert signup.status_code == 302
-    page = browser.post("/settings/tokens", {"label": "laptop", "scope": "user"}, HTTP_HOST=base_url.split("//")[1])
-    assert page.status_code == 201
+    page = browser.post("/settings/tokens", {"label": "laptop", "scope": "user"}, HTTP_HOST=base_url.split("//")[1],
+                        follow=True)
+    assert page.status_code == 200 and page.redirect_chain
     body = html.unescape(page.content.decode())
     raw = re.search(r'<code id="raw-token">(ebt_[^<]+)</code>', body)
     command = re.search(r"(claude mcp add --transport http [^\n<]+)", body)

@@ -22,8 +22,9 @@ def _client(tenant: Tenant) -> Client:
 @pytest.mark.django_db
 def test_mint_shows_raw_token_once_with_setup_for_every_client(tenant_a: Tenant) -> None:
     client = _client(tenant_a)
-    response = client.post("/settings/tokens", {"label": "desk", "scope": "user", "expires_in_days": "30"})
-    assert response.status_code == 201 and response["Cache-Control"].startswith("max-age=0")
+    response = client.post("/settings/tokens", {"label": "desk", "scope": "user", "expires_in_days": "30"}, follow=True)
+    assert response.redirect_chain == [("/settings/tokens?profile=brain", 302)]  # a reload mints nothing more
+    assert response.status_code == 200 and response["Cache-Control"].startswith("max-age=0")
     html = response.content.decode()
     raw = re.search(r'<code id="raw-token">(ebt_[^<]+)</code>', html)
     assert raw is not None and token_for_raw(raw=raw.group(1)) is not None
@@ -35,8 +36,9 @@ def test_mint_shows_raw_token_once_with_setup_for_every_client(tenant_a: Tenant)
     assert 'claude mcp add --transport http --scope user cognibrain http://testserver/mcp/cognibrain' in html
     assert "bash -s -- --client claude-code --profile cognibrain" in html
     assert '<option value="brain" selected>' in html
-    later = client.get("/settings/tokens").content.decode()
+    later = client.get("/settings/tokens?profile=brain").content.decode()  # the reload: shown once, nothing minted
     assert raw.group(1) not in later and "desk" in later and raw.group(1)[:12] in later
+    assert ApiToken.objects.filter(user=tenant_a.user, label="desk").count() == 1
 
 
 @pytest.mark.django_db
@@ -49,7 +51,7 @@ def test_project_scope_offers_only_visible_projects(tenant_a: Tenant, tenant_b: 
     assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
     assert ApiToken.objects.count() == before
     response = client.post("/settings/tokens", {"label": "ci-new", "scope": str(tenant_a.project.pk)})
-    assert response.status_code == 201
+    assert response.status_code == 302
     assert ApiToken.objects.get(label="ci-new", user=tenant_a.user, revoked_at=None, project=tenant_a.project)
 
 
@@ -74,7 +76,7 @@ def test_a_configured_public_url_beats_a_hostile_host_header(settings: Any, tena
     settings.PUBLIC_URL, settings.PUBLIC_URL_CONFIGURED = "https://brain.example.com/", True
     settings.ALLOWED_HOSTS = ["*"]  # a misconfigured or permissive host check: the Host header reaches the view
     client, evil = _client(tenant_a), {"HTTP_HOST": "evil.example"}
-    minted = client.post("/settings/tokens", {"label": "desk", "scope": "user"}, **evil).content.decode()
+    minted = client.post("/settings/tokens", {"label": "desk", "scope": "user"}, follow=True, **evil).content.decode()
     guide = client.get("/settings/setup", **evil).content.decode()
     for page in (minted, guide):
         assert "claude mcp add --transport http --scope user brain https://brain.example.com/mcp" in page
