@@ -7,6 +7,7 @@ versions pinned in constraints.txt), so the SDK version it measures is not the p
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import subprocess
@@ -47,12 +48,17 @@ CONSTRAINTS = Path(__file__).resolve().parents[2] / "constraints.txt"
 
 
 def pinned(name: str) -> str:
-    """`name==version` from constraints.txt when the source tree carries it, else the bare name."""
+    """`name==version` from constraints.txt when the source tree carries it, else the version installed beside
+    this brain (an installed wheel has no constraints.txt: the SDK it measures against is the one it runs on,
+    and the cached environment is rebuilt when that version changes)."""
     if CONSTRAINTS.is_file():
         match = re.search(rf"^{re.escape(name)}==(\S+)$", CONSTRAINTS.read_text(), re.MULTILINE)
         if match:
             return f"{name}=={match.group(1)}"
-    return name
+    try:
+        return f"{name}=={importlib.metadata.version(name)}"
+    except importlib.metadata.PackageNotFoundError:
+        return name
 
 
 def reference_python(cache: Path | None = None) -> Path:

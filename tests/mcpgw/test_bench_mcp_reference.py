@@ -6,6 +6,8 @@ import asyncio
 import sys
 from pathlib import Path
 
+import pytest
+
 from brain.bench import mcp_load
 from brain.bench.mcp_reference import pinned, reference_server
 
@@ -33,4 +35,15 @@ def test_ratios_and_side_by_side_table() -> None:
 
 def test_reference_versions_come_from_constraints() -> None:
     assert pinned("mcp").startswith("mcp==")
+    assert pinned("no-such-package-here") == "no-such-package-here"
+
+
+def test_an_installed_wheel_pins_the_sdk_it_runs_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No constraints.txt beside an installed wheel: the reference installs the versions installed here."""
+    import importlib.metadata
+
+    from brain.bench import mcp_reference
+
+    monkeypatch.setattr(mcp_reference, "CONSTRAINTS", tmp_path / "absent.txt")
+    assert pinned("mcp") == f"mcp=={importlib.metadata.version('mcp')}"
     assert pinned("no-such-package-here") == "no-such-package-here"
