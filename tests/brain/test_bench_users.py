@@ -4,6 +4,7 @@ a second run while one is live is refused."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import psycopg
@@ -66,6 +67,17 @@ def test_a_run_gets_its_own_user_and_removes_it_even_when_it_fails(tenant_a: Ten
     assert User.objects.filter(pk=tenant_a.user.pk).exists()
 
 
+def _wait_for_backend_exit(pid: int) -> None:
+    for _ in range(200):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+            row = cursor.fetchone()
+        if not row or not row[0]:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"backend {pid} still there after 10 s")
+
+
 def test_a_second_run_while_one_is_live_is_refused_and_changes_nothing(tenant_a: Tenant) -> None:
     live = _left_by_a_killed_run("tools-livelivelive@bench.invalid")  # the live run's user, not a leftover
     db = connection.settings_dict
@@ -77,7 +89,10 @@ def test_a_second_run_while_one_is_live_is_refused_and_changes_nothing(tenant_a:
             pass
         assert User.objects.filter(email__endswith="@bench.invalid").count() == 1
         assert KnowledgeItem.objects.filter(owner=live).count() == 4
-    # The live run's connection is gone (killed): the next run may clean up after it.
+        gone = other.info.backend_pid
+    # The live run's connection is gone (killed): the next run may clean up after it, once the server has ended
+    # that backend (a closed connection's backend releases its locks as it exits, a moment after the close).
+    _wait_for_backend_exit(gone)
     with bench_user("tools") as user:
         assert not User.objects.filter(pk=live.pk).exists() and user.pk != live.pk
     assert User.objects.filter(pk=tenant_a.user.pk).exists()

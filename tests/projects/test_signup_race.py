@@ -4,49 +4,20 @@ address twice (a double click) is one account and a CONFLICT, not a 500."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-
 import pytest
-from django.db import connection, transaction
 
 from brain.errors import Conflict
 from projects.models import Org, User
 from projects.services.accounts import user_create
 from tests.conftest import Tenant
+from tests.support.race import while_uncommitted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _while_one_is_uncommitted(first: str, second: str) -> list[BaseException]:
     """Creates `first` inside a transaction left open while `second` is created from another thread."""
-    inside, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
-
-    def run(body: Callable[[], None]) -> None:
-        try:
-            body()
-        except BaseException as exc:  # the caller's assertions name it
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    def holder() -> None:
-        with transaction.atomic():
-            user_create(email=first)
-            inside.set()
-            release.wait(10)
-
-    one = threading.Thread(target=run, args=(holder,))
-    one.start()
-    assert inside.wait(10), errors
-    two = threading.Thread(target=run, args=(lambda: user_create(email=second),))
-    two.start()
-    two.join(0.5)  # it waits on the first one's turn (or, before, on its uncommitted slug)
-    release.set()
-    one.join(10)
-    two.join(10)
-    return errors
+    return while_uncommitted(lambda: user_create(email=first), lambda: user_create(email=second))
 
 
 def test_same_local_part_at_once_both_get_a_personal_org(tenant_a: Tenant, tenant_b: Tenant) -> None:

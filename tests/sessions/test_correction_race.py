@@ -3,16 +3,14 @@ keeps that link (before, the correction overwrote it, and the audit log named a 
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connection, transaction
 
 from knowledge.models import KnowledgeItem, KnowledgeType
 from knowledge.services.create import KnowledgeDraft, knowledge_create
 from sessions.services.cognibrain import Corrected, correction_record
 from sessions.services.current import session_current
 from tests.conftest import Tenant
+from tests.support.race import while_uncommitted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,33 +25,11 @@ def test_a_row_superseded_meanwhile_keeps_its_successor(tenant_a: Tenant, tenant
     old, successor, kept = row("Run pnpm test before pushing"), row("Run the full suite"), row("Run pnpm test often")
     theirs = knowledge_create(owner=tenant_b.user, project=tenant_b.project,
                               draft=KnowledgeDraft(content="Run pnpm test in CI", type=KnowledgeType.HEURISTIC))
-    inside, release = threading.Event(), threading.Event()
     done: list[Corrected] = []
-
-    def teach_elsewhere() -> None:  # a supersede of `old`, committed while the correction waits on its row
-        try:
-            with transaction.atomic():
-                KnowledgeItem.objects.filter(pk=old.pk).update(superseded_by=successor)
-                inside.set()
-                release.wait(10)
-        finally:
-            connection.close()
-
-    def correct() -> None:
-        try:
-            done.append(correction_record(session=session, text="Use npm test, not pnpm test"))
-        finally:
-            connection.close()
-
-    teacher = threading.Thread(target=teach_elsewhere)
-    teacher.start()
-    assert inside.wait(10)
-    corrector = threading.Thread(target=correct)
-    corrector.start()
-    corrector.join(1.0)  # reads `old` as live, then waits on its row lock
-    release.set()
-    teacher.join(10)
-    corrector.join(10)
+    errors = while_uncommitted(  # a supersede of `old`, committed while the correction waits on its row
+        lambda: KnowledgeItem.objects.filter(pk=old.pk).update(superseded_by=successor),
+        lambda: done.append(correction_record(session=session, text="Use npm test, not pnpm test")), wait=1.0)
+    assert errors == []
     assert done, "the correction did not finish"
     recipe = next(r for r in done[0].stored if r.type == KnowledgeType.RECIPE)
     assert KnowledgeItem.objects.get(pk=old.pk).superseded_by_id == successor.id
