@@ -106,20 +106,30 @@ def _is_chunked(environ: dict[str, Any]) -> bool:
     return "chunked" in str(environ.get("HTTP_TRANSFER_ENCODING", "")).lower()
 
 
+def _chunked_cap(environ: dict[str, Any]) -> int:
+    """How much of a chunked body is held: an MCP message's own cap on /mcp (a stranger's body is read before the
+    token is checked, so it must not cost more memory there than a declared one would), CHUNKED_MAX_BYTES else."""
+    from django.conf import settings
+
+    path = str(environ.get("PATH_INFO", ""))
+    return int(settings.MCP_MAX_BODY_BYTES) if path == "/mcp" or path.startswith("/mcp/") else CHUNKED_MAX_BYTES
+
+
 def _buffer_chunked(environ: dict[str, Any]) -> CountingInput:
     """Gives a chunked body a length. Django reads CONTENT_LENGTH bytes of a request and nothing without it, so a
     client streaming its body (Node's fetch with a stream, httpx with a generator) was answered as if it had sent
-    none. The servers hand over the body already de-chunked; it is read up to CHUNKED_MAX_BYTES + 1."""
-    stream, parts, size = environ["wsgi.input"], [], 0
-    while size <= CHUNKED_MAX_BYTES:
-        data = stream.read(min(_CHUNK, CHUNKED_MAX_BYTES + 1 - size))
+    none. The servers hand over the body already de-chunked; it is read up to its cap + 1, which the view refuses
+    in its own format."""
+    cap, stream, parts, size = _chunked_cap(environ), environ["wsgi.input"], [], 0
+    while size <= cap:
+        data = stream.read(min(_CHUNK, cap + 1 - size))
         if not data:
             break
         parts.append(data)
         size += len(data)
     environ["CONTENT_LENGTH"] = str(size)
     whole = CountingInput(io.BytesIO(b"".join(parts)))
-    whole.at_end = size <= CHUNKED_MAX_BYTES  # the server's stream is read to its end, or left for _settle
+    whole.at_end = size <= cap  # the server's stream is read to its end, or left for _settle
     return whole
 
 
