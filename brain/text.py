@@ -33,9 +33,15 @@ def _problem(text: str) -> str | None:
     return None
 
 
-def text_problem(value: Any, path: str) -> tuple[str, str] | None:
+NESTING_MAX = 32  # levels of dicts and lists in one value: a payload is a record, not a tree of any depth
+
+
+def text_problem(value: Any, path: str, depth: int = 0) -> tuple[str, str] | None:
     """The first (where, problem) in `value`, walking dicts (keys and values), lists and tuples; None if
-    every string in it is storable and every float finite. Other values (ints, dates, None) are never a problem."""
+    every string in it is storable and every float finite. Other values (ints, dates, None) are never a problem.
+    A value nested past NESTING_MAX levels is one (walking it further ran out of stack: an internal error)."""
+    if depth > NESTING_MAX and isinstance(value, Mapping | list | tuple):
+        return path, f"is nested more than {NESTING_MAX} levels deep; send a flatter value"
     if isinstance(value, str):
         problem = _problem(value)
         return (path, problem) if problem else None
@@ -45,11 +51,11 @@ def text_problem(value: Any, path: str) -> tuple[str, str] | None:
         for key, item in value.items():
             if isinstance(key, str) and (problem := _problem(key)):
                 return f"a key of {path}", problem
-            if found := text_problem(item, f"{path}.{key}"):
+            if found := text_problem(item, f"{path}.{key}", depth + 1):
                 return found
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            if found := text_problem(item, f"{path}[{index}]"):
+            if found := text_problem(item, f"{path}[{index}]", depth + 1):
                 return found
     return None
 

@@ -127,4 +127,10 @@ def test_a_logged_payload_with_nan_or_infinity_is_refused_over_mcp(client: Any, 
         result = call_tool(mcp, "brain_log_event", {"sessionId": sid, "eventType": "note", "payload": payload})
         error = error_of(result)
         assert error["code"] == "VALIDATION" and error["message"].startswith(f"{where} must be a finite number")
+    # nested 900 deep (well under 16 KB): refused by name, where walking it ran out of stack (an internal error)
+    deep: Any = "bottom"
+    for _ in range(900):
+        deep = {"d": deep}
+    error = error_of(call_tool(mcp, "brain_log_event", {"sessionId": sid, "eventType": "note", "payload": deep}))
+    assert error["code"] == "VALIDATION" and "nested more than 32 levels deep" in error["message"]
     assert _rows() == before
