@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from brain.errors import NotFound
-from dashboard.common import int_param, page_context, principal_of, project_of
+from dashboard.common import int_param, page_context, principal_of, project_of, text_param
 from dashboard.forms import EditForm, KnowledgeSearchForm, SupersedeForm, TeachForm
 from knowledge.models import KnowledgeItem
 from knowledge.selectors.dashboard import (
@@ -54,25 +54,20 @@ def knowledge_index(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse
     principal = principal_of(request)
     form = KnowledgeSearchForm(request.GET or None)
     filters, query = _filters(form), (form.cleaned_data.get("q", "") if form.is_valid() else "")
-    context: dict[str, Any] = {"form": form, "query": query, "sources": knowledge_sources(
-        principal=principal, project=project)}
+    # The box keeps what was typed even when another field is refused (then nothing is searched).
+    context: dict[str, Any] = {"form": form, "query": query, "typed": query or text_param(request, "q", 500),
+                               "sources": knowledge_sources(principal=principal, project=project)}
     if query:
         result = knowledge_search(principal=principal, query=query, limit=SEARCH_LIMIT, project_id=project.id,
-                                  types=[filters.type] if filters.type else None, explain=True)
-        context.update(hits=[h for h in result.hits if _hit_passes(h, filters)], result=result)
+                                  types=[filters.type] if filters.type else None, explain=True,
+                                  tag=filters.tag or "", min_confidence=filters.min_confidence)
+        context.update(hits=result.hits, result=result)
     else:
         page = int_param(request, "page")
         rows, more = knowledge_list(principal=principal, project=project, filters=filters, page=page,
                                     floor=decay_floor())
         context.update(rows=rows, page=page, more=more, querystring=_without_page(request))
     return render(request, "dashboard/knowledge_list.html", page_context(request, project, "knowledge", **context))
-
-
-def _hit_passes(hit: Any, filters: KnowledgeFilters) -> bool:
-    """Search already excludes retired rows; tag and confidence narrow the ranked hits further."""
-    if filters.tag and filters.tag.lower() not in hit.tags:
-        return False
-    return filters.min_confidence is None or hit.confidence >= filters.min_confidence
 
 
 def _without_page(request: HttpRequest) -> str:

@@ -111,15 +111,20 @@ def knowledge_search(
     *, principal: Principal, query: str, limit: int = 5, project_id: uuid.UUID | str | None = None,
     types: list[str] | None = None, framework: str = "", language: str = "", mode: Mode = "hybrid",
     explain: bool = False, weights: Weights | None = None, fusion: Fusion | None = None,
-    project: Project | None = None,
+    project: Project | None = None, tag: str = "", min_confidence: float | None = None,
 ) -> KnowledgeSearchResult:
     """The best `limit` items for `query` in the caller's scope, re-scored, floored and diversified.
-    `project` stands for `project_id` when the caller has just resolved it as visible (`knowledge_scope`)."""
-    text_storable(query=query, types=types, framework=framework, language=language)
+    `project` stands for `project_id` when the caller has just resolved it as visible (`knowledge_scope`).
+    `tag` and `min_confidence` narrow the scope itself (the dashboard's filters), not the ranked hits."""
+    text_storable(query=query, types=types, framework=framework, language=language, tag=tag)
     project_id = project.id if project is not None else project_id
     scope = knowledge_scope(principal=principal, project_id=project_id, project=project)
     if types:
         scope = scope.narrowed("t.type = ANY(%(types)s)", types=list(types))
+    if tag:
+        scope = scope.narrowed("t.tags @> ARRAY[%(tag)s]::varchar[]", tag=tag.strip().lower())
+    if min_confidence is not None:
+        scope = scope.narrowed("t.confidence >= %(min_confidence)s", min_confidence=min_confidence)
     weights = weights or Weights.from_settings()
     found = hybrid_candidates(
         table=KNOWLEDGE_TABLE, columns=_COLUMNS, scope=scope, query=query, mode=mode,

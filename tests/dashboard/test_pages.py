@@ -300,3 +300,23 @@ def test_error_pages_are_the_products_with_a_way_back(client: Client, tenant_a: 
     from django.template.loader import render_to_string
 
     assert "Something went wrong on the server" in render_to_string("500.html")
+
+
+def test_search_filters_narrow_the_search_not_its_top_twenty(client: Client, tenant_a: Tenant,
+                                                             tenant_b: Tenant) -> None:
+    """A tag or confidence filter with a query was applied to the 20 best hits only: a matching row ranked 21st
+    or lower was reported as "Nothing matches"."""
+    from knowledge.services.teach import knowledge_teach
+
+    for n in range(30):
+        knowledge_teach(principal=tenant_a.principal, type="reflex", rule=f"Deploy step {n}: deploy the deploy "
+                        f"artifacts to deploy targets with the deploy script, deploy number {n}")
+    knowledge_teach(principal=tenant_a.principal, type="reflex", rule="Rotate keys quarterly; this also affects "
+                    "how we deploy", tags=["ops"])
+    knowledge_teach(principal=tenant_b.principal, type="reflex", rule="Deploy with care", tags=["ops"])
+    _login(client, tenant_a)
+    url = reverse("dash_knowledge", args=[tenant_a.project.id])
+    page = client.get(url, {"q": "deploy", "tag": "ops"}).content.decode()
+    assert "Rotate keys quarterly" in page and "Deploy step" not in page and "Deploy with care" not in page
+    refused = client.get(url, {"q": "deploy steps", "min_confidence": "7"}).content.decode()
+    assert 'value="deploy steps"' in refused and "less than or equal to 1" in refused
