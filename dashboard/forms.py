@@ -13,6 +13,7 @@ from knowledge.models import (
     TRIGGER_MAX,
     KnowledgeType,
 )
+from knowledge.services.peer import FACT_KEY_MAX, FACT_VALUE_MAX
 from knowledge.services.teach import TEACHABLE
 
 TYPE_CHOICES = [("", "any type"), *KnowledgeType.choices]
@@ -81,6 +82,16 @@ class PeerCardForm(forms.Form):
         help_text="One fact per line as key: value (e.g. editor: neovim). An empty value removes the fact.",
     )
 
+    def clean_facts(self) -> str:
+        """Every non-blank line is `key: value` within the limits; each one that is not is named (they were
+        dropped or cut without a word, and the page said "saved")."""
+        text: str = self.cleaned_data["facts"]
+        problems = [f"line {n}: {problem}" for n, line in enumerate(text.splitlines(), start=1)
+                    if line.strip() and (problem := _fact_problem(line))]
+        if problems:
+            raise forms.ValidationError("; ".join(problems))
+        return text
+
     def fact_dict(self) -> dict[str, str]:
         facts: dict[str, str] = {}
         for line in self.cleaned_data["facts"].splitlines():
@@ -88,3 +99,14 @@ class PeerCardForm(forms.Form):
                 key, value = line.split(":", 1)
                 facts[key.strip()] = value.strip()
         return facts
+
+
+def _fact_problem(line: str) -> str:
+    key, colon, value = line.partition(":")
+    if not colon or not key.strip():
+        return "write it as key: value"
+    if len(key.strip()) > FACT_KEY_MAX:
+        return f"the key is {len(key.strip())} characters; at most {FACT_KEY_MAX}"
+    if len(value.strip()) > FACT_VALUE_MAX:
+        return f"the value is {len(value.strip())} characters; at most {FACT_VALUE_MAX}"
+    return ""

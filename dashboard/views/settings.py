@@ -29,7 +29,7 @@ def peer_card(request: HttpRequest) -> HttpResponse:
                         ok="Peer card saved; it overrides anything learned.", form=form)
         if not isinstance(saved, Refused):
             return redirect("dash_peer_card")
-    return render(request, "dashboard/peer_card.html", {"form": form})
+    return render(request, "dashboard/peer_card.html", {"form": form}, status=400 if form.errors else 200)
 
 
 @login_required

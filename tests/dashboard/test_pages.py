@@ -320,3 +320,19 @@ def test_search_filters_narrow_the_search_not_its_top_twenty(client: Client, ten
     assert "Rotate keys quarterly" in page and "Deploy step" not in page and "Deploy with care" not in page
     refused = client.get(url, {"q": "deploy steps", "min_confidence": "7"}).content.decode()
     assert 'value="deploy steps"' in refused and "less than or equal to 1" in refused
+
+
+def test_a_peer_card_line_that_would_be_dropped_or_cut_is_named(client: Client, tenant_a: Tenant,
+                                                                tenant_b: Tenant) -> None:
+    from knowledge.models import PeerCard
+
+    _login(client, tenant_a)
+    typed = "editor: neovim\nprefers tabs\nbio: " + "b" * 501
+    refused = client.post(reverse("dash_peer_card"), {"facts": typed})
+    page = refused.content.decode()
+    assert refused.status_code == 400 and "line 2: write it as key: value" in page
+    assert "line 3: the value is 501 characters; at most 500" in page and "prefers tabs" in page
+    assert not PeerCard.objects.filter(user=tenant_a.user).exclude(facts={}).exists()
+    assert client.post(reverse("dash_peer_card"), {"facts": "editor: neovim"}).status_code == 302
+    assert PeerCard.objects.get(user=tenant_a.user).facts == {"editor": "neovim"}
+    assert not PeerCard.objects.filter(user=tenant_b.user).exclude(facts={}).exists()
