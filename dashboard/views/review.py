@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from dashboard.common import page_context, principal_of, project_of, text_param
 from dashboard.forms import RejectForm
 from knowledge.models import Proposal, ProposalKind
-from knowledge.selectors.dashboard import action_items, assignee, contradictions_open, proposals_for
+from knowledge.selectors.dashboard import PAGE, action_items, assignee, contradictions_open, proposals_for
 from knowledge.selectors.review import author_label, review_queue
 from knowledge.services.curate import contradiction_resolve
 from knowledge.services.proposals import proposal_approve, proposal_reject
@@ -43,9 +43,11 @@ def review(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
     principal = principal_of(request)
     proposals = proposals_for(principal=principal, project=project)
+    queue = review_queue(principal=principal, project_id=project.id)
     context = page_context(
         request, project, "review", proposals=[(p, proposal_patch(p)) for p in proposals],
-        held=[(row, author_label(row.owner)) for row in review_queue(principal=principal, project_id=project.id)],
+        # The oldest PAGE held rules; the heading counts them all (a team's backlog was one unbounded page).
+        held=[(row, author_label(row.owner)) for row in queue[:PAGE]], held_total=queue.count(), page_size=PAGE,
         contradictions=contradictions_open(principal=principal, project=project), reject_form=RejectForm(),
         decided=proposals_for(principal=principal, project=project, status="approved")[:10],
     )

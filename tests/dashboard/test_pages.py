@@ -336,3 +336,22 @@ def test_a_peer_card_line_that_would_be_dropped_or_cut_is_named(client: Client, 
     assert client.post(reverse("dash_peer_card"), {"facts": "editor: neovim"}).status_code == 302
     assert PeerCard.objects.get(user=tenant_a.user).facts == {"editor": "neovim"}
     assert not PeerCard.objects.filter(user=tenant_b.user).exclude(facts={}).exists()
+
+
+def test_the_review_page_shows_the_oldest_held_rules_and_counts_them_all(client: Client, tenant_a: Tenant,
+                                                                         tenant_b: Tenant) -> None:
+    from knowledge.selectors.dashboard import PAGE
+    from projects.models import Membership
+    from projects.services.accounts import user_create
+
+    member = user_create(email="member@a.example")
+    Membership.objects.create(org=tenant_a.project.org, user=member, role=Membership.Role.MEMBER)
+    KnowledgeItem.objects.bulk_create([
+        KnowledgeItem(owner=member, project=tenant_a.project, type="reflex", content=f"held rule number {n}",
+                      review_status="pending") for n in range(PAGE + 3)])
+    _login(client, tenant_a)
+    page = client.get(reverse("dash_review", args=[tenant_a.project.id])).content.decode()
+    assert f"Members' rules waiting for you ({PAGE + 3}, the oldest {PAGE} shown)" in page
+    assert page.count("Approve rule</button>") == PAGE
+    _login(client, tenant_b)
+    assert client.get(reverse("dash_review", args=[tenant_a.project.id])).status_code == 404
