@@ -34,7 +34,7 @@ from knowledge.services.curate import (
 from knowledge.services.promote import knowledge_promote
 from knowledge.services.teach import knowledge_teach
 from projects.models import Project
-from projects.views.attempt import Refused, attempt
+from projects.views.attempt import Refused, attempt, login_required_to_act
 from sessions.selectors.dashboard import knowledge_applications, sessions_by_ids
 
 SEARCH_LIMIT = 20
@@ -131,7 +131,7 @@ def knowledge_teach_view(request: HttpRequest, project_id: uuid.UUID) -> HttpRes
                   status=status)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def knowledge_edit_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
@@ -149,7 +149,7 @@ def knowledge_edit_view(request: HttpRequest, project_id: uuid.UUID, item_id: uu
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def knowledge_supersede_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
@@ -166,7 +166,7 @@ def knowledge_supersede_view(request: HttpRequest, project_id: uuid.UUID, item_i
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=new.id)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def knowledge_delete_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
@@ -178,7 +178,7 @@ def knowledge_delete_view(request: HttpRequest, project_id: uuid.UUID, item_id: 
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def knowledge_promote_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
     """Moves a row of the caller's from this project to their scope (the REST promote, from the page)."""
@@ -189,7 +189,7 @@ def knowledge_promote_view(request: HttpRequest, project_id: uuid.UUID, item_id:
     return redirect("dash_knowledge_detail", project_id=project.id, item_id=item.id)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def knowledge_pin_view(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)

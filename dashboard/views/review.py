@@ -19,7 +19,7 @@ from knowledge.services.curate import contradiction_resolve
 from knowledge.services.proposals import proposal_approve, proposal_reject
 from knowledge.services.review import knowledge_review_decide
 from projects.models import User
-from projects.views.attempt import attempt
+from projects.views.attempt import attempt, login_required_to_act
 
 
 def proposal_patch(proposal: Proposal) -> str:
@@ -59,7 +59,7 @@ def _decision(request: HttpRequest) -> bool | None:
     return {"approve": True, "reject": False}.get(request.POST.get("decision", ""))
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def proposal_decide(request: HttpRequest, project_id: uuid.UUID, proposal_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
@@ -79,7 +79,7 @@ def proposal_decide(request: HttpRequest, project_id: uuid.UUID, proposal_id: uu
     return redirect("dash_review", project_id=project.id)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def member_rule_decide(request: HttpRequest, project_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
     """An owner approves or rejects a member's held rule (the service refuses everyone else)."""
@@ -93,7 +93,7 @@ def member_rule_decide(request: HttpRequest, project_id: uuid.UUID, item_id: uui
     return redirect("dash_review", project_id=project.id)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def contradiction_resolve_view(request: HttpRequest, project_id: uuid.UUID, pair_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)

@@ -6,11 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from functools import wraps
+from typing import Any, TypeVar, cast
+from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest
+from django.http.response import HttpResponseBase
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from brain.errors import BrainError
 
@@ -43,3 +49,24 @@ def attempt(
     if ok:
         messages.success(request, ok(result) if callable(ok) else ok)
     return result
+
+
+V = TypeVar("V", bound=Callable[..., HttpResponseBase])
+
+
+def login_required_to_act(view: V) -> V:
+    """login_required for a POST-only action (delete, revoke, approve): a person whose session ran out is sent to
+    sign in and then back to the page the button was on. With login_required they came back to the action's own
+    URL by GET, and got a blank 405."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if request.user.is_authenticated:
+            return view(request, *args, **kwargs)
+        page = request.META.get("HTTP_REFERER", "")
+        same_site = url_has_allowed_host_and_scheme(page, allowed_hosts={request.get_host()})
+        parts = urlsplit(page)
+        back = parts.path + (f"?{parts.query}" if parts.query else "")
+        return redirect_to_login(back if same_site and back else reverse("dash_home"))
+
+    return cast("V", wrapped)

@@ -36,7 +36,7 @@ from projects.services.orgs import (
     org_review_set,
 )
 from projects.services.throttle import mail_allowed
-from projects.views.attempt import Refused, attempt
+from projects.views.attempt import Refused, attempt, login_required_to_act
 
 
 def _user(request: HttpRequest) -> User:
@@ -87,7 +87,7 @@ def _send_invitation(*, org_name: str, email: str, raw: str, inviter: str) -> No
     send_mail(f"Join {' '.join(org_name.split())} on External Brain", body, settings.DEFAULT_FROM_EMAIL, [email])
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
     user = _user(request)
@@ -108,7 +108,7 @@ def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("org_detail", slug=slug)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def org_invitation_revoke(request: HttpRequest, slug: str, invitation_id: uuid.UUID) -> HttpResponse:
     user = _user(request)
@@ -117,7 +117,7 @@ def org_invitation_revoke(request: HttpRequest, slug: str, invitation_id: uuid.U
     return redirect("org_detail", slug=slug)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def org_member_role(request: HttpRequest, slug: str, membership_id: uuid.UUID) -> HttpResponse:
     user = _user(request)
@@ -133,7 +133,7 @@ def org_member_role(request: HttpRequest, slug: str, membership_id: uuid.UUID) -
     return redirect("org_detail", slug=slug)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def org_member_remove(request: HttpRequest, slug: str, membership_id: uuid.UUID) -> HttpResponse:
     user = _user(request)
@@ -148,7 +148,7 @@ def org_member_remove(request: HttpRequest, slug: str, membership_id: uuid.UUID)
     return redirect("org_detail", slug=slug)
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def org_review_toggle(request: HttpRequest, slug: str) -> HttpResponse:
     """Owners switch review of members' rules; the checkbox's absence means off."""

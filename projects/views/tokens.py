@@ -19,7 +19,7 @@ from projects.models import User
 from projects.scope import Principal
 from projects.selectors.accounts import projects_visible, tokens_of
 from projects.services.accounts import token_create, token_revoke
-from projects.views.attempt import Refused, attempt
+from projects.views.attempt import Refused, attempt, login_required_to_act
 
 
 def public_base_url(request: HttpRequest) -> str:
@@ -90,7 +90,7 @@ def _minted_once(request: HttpRequest, user: User) -> dict[str, object]:
             "profiles": PROFILES, "profile": _chosen_profile(request)}
 
 
-@login_required
+@login_required_to_act
 @require_POST
 def token_revoke_view(request: HttpRequest, token_id: uuid.UUID) -> HttpResponse:
     user = request.user

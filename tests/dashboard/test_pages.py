@@ -355,3 +355,19 @@ def test_the_review_page_shows_the_oldest_held_rules_and_counts_them_all(client:
     assert page.count("Approve rule</button>") == PAGE
     _login(client, tenant_b)
     assert client.get(reverse("dash_review", args=[tenant_a.project.id])).status_code == 404
+
+
+def test_an_action_after_the_session_ran_out_signs_in_and_comes_back_to_its_page(client: Client, tenant_a: Tenant,
+                                                                                 world_a: World) -> None:
+    """With login_required a POST-only action sent the person back to its own URL after sign-in: a GET, a blank
+    405. Now they come back to the page the button was on; a referer from elsewhere is not followed."""
+    from urllib.parse import quote
+
+    p, rid = tenant_a.project.id, world_a.rule.id
+    detail = reverse("dash_knowledge_detail", args=[p, rid])
+    answer = client.post(reverse("dash_knowledge_delete", args=[p, rid]), HTTP_REFERER=f"http://testserver{detail}")
+    assert answer.status_code == 302 and answer["Location"] == f"/accounts/login/?next={quote(detail)}"
+    hostile = client.post(reverse("dash_knowledge_delete", args=[p, rid]), HTTP_REFERER="https://evil.example/x")
+    assert hostile["Location"] == f"/accounts/login/?next={quote(reverse('dash_home'))}"
+    world_a.rule.refresh_from_db()
+    assert world_a.rule.deleted_at is None
