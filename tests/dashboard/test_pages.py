@@ -371,3 +371,18 @@ def test_an_action_after_the_session_ran_out_signs_in_and_comes_back_to_its_page
     assert hostile["Location"] == f"/accounts/login/?next={quote(reverse('dash_home'))}"
     world_a.rule.refresh_from_db()
     assert world_a.rule.deleted_at is None
+
+
+def test_irreversible_actions_ask_first(client: Client, tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """Revoking a token, removing a member and rejecting a member's rule each sit behind a disclosure that says
+    what follows; the button that acts is inside it (one click no longer did it)."""
+    import re
+
+    _login(client, tenant_a)
+    tokens = client.get(reverse("tokens")).content.decode()
+    prefix = tenant_a.user_token.prefix
+    block = re.search(rf"<details><summary aria-label=\"Revoke {prefix}…\">Revoke…</summary>(.*?)</details>",
+                      tokens, re.S)
+    assert block and "cannot be undone" in block.group(1) and "Revoke for good" in block.group(1)
+    assert reverse("token_revoke", args=[tenant_a.user_token.pk]) in block.group(1)
+    assert tenant_b.user_token.prefix not in tokens
