@@ -93,8 +93,10 @@ def mcp_sessions_sweep(*, now: datetime | None = None) -> int:
     idle = McpSession.objects.filter(closed_at__isnull=True).exclude(live_q(now))
     swept = 0
     for session in idle.iterator():
-        # Conditional UPDATE inside _close: two sweepers racing log each session once.
-        swept += _close(session, reason="idle", now=now)
+        # Conditional UPDATE inside _close: two sweepers racing log each session once. One transaction per session:
+        # the MCP session and the agent session bound to it close together, or neither does.
+        with transaction.atomic():
+            swept += _close(session, reason="idle", now=now)
     return swept
 
 
