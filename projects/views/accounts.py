@@ -9,7 +9,6 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import PasswordResetForm
-from django.core.mail import send_mail
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -26,6 +25,7 @@ from projects.services.accounts import user_create
 from projects.services.signup import signup_link_parts, user_signup_pending, user_verify
 from projects.services.throttle import mail_allowed, signup_blocked_for, signup_record
 from projects.views.attempt import Refused, attempt
+from projects.views.mail import mail_sent
 
 logger = logging.getLogger(__name__)
 
@@ -49,11 +49,11 @@ class PasswordResetView(auth_views.PasswordResetView):
         return super().form_valid(form)
 
 
-def _send_signup_link(user: User) -> None:
+def _send_signup_link(user: User) -> bool:
     uidb64, token = signup_link_parts(user=user)
     link = public_link(reverse("signup_verify", args=[uidb64, token]))
     body = render_to_string("accounts/signup_verify_email.txt", {"email": user.email, "link": link})
-    send_mail("Confirm your External Brain account", body, settings.DEFAULT_FROM_EMAIL, [user.email])
+    return mail_sent(subject="Confirm your External Brain account", body=body, to=user.email, purpose="signup")
 
 
 def _create(request: HttpRequest, form: SignUpForm) -> HttpResponse | None:
@@ -64,7 +64,10 @@ def _create(request: HttpRequest, form: SignUpForm) -> HttpResponse | None:
         if isinstance(pending, Refused):
             return None
         signup_record(ip=client_ip(request))
-        _send_signup_link(pending)
+        if not _send_signup_link(pending):  # the pending account stays: signing up again sends a new link
+            form.add_error(None, "The confirmation mail could not be sent just now; sign up again in a few "
+                                 "minutes to get a new link.")
+            return None
         return render(request, "accounts/signup_sent.html", {"email": pending.email})
     user = attempt(request, lambda: user_create(email=email, password=password), form=form)
     if isinstance(user, Refused):

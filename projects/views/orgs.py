@@ -5,10 +5,8 @@ from __future__ import annotations
 import uuid
 
 from django import forms
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.mail import send_mail
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -37,6 +35,7 @@ from projects.services.orgs import (
 )
 from projects.services.throttle import mail_allowed
 from projects.views.attempt import Refused, attempt, login_required_to_act
+from projects.views.mail import mail_sent
 
 
 def _user(request: HttpRequest) -> User:
@@ -80,11 +79,16 @@ def _detail_page(request: HttpRequest, user: User, org: Org, invite_form: Invite
     return render(request, "orgs/detail.html", context, status=400 if invite_form is not None else 200)
 
 
-def _send_invitation(*, org_name: str, email: str, raw: str, inviter: str) -> None:
+def _send_invitation(request: HttpRequest, *, org_name: str, email: str, raw: str, inviter: str) -> None:
     link = public_link(reverse("invitation_accept", args=[raw]))
     body = render_to_string("orgs/invitation_email.txt", {"org": org_name, "link": link, "inviter": inviter})
     # A subject is one line (Django refuses a line break in it); orgs named before names were kept to one line.
-    send_mail(f"Join {' '.join(org_name.split())} on External Brain", body, settings.DEFAULT_FROM_EMAIL, [email])
+    if mail_sent(subject=f"Join {' '.join(org_name.split())} on External Brain", body=body, to=email,
+                 purpose="invitation"):
+        messages.success(request, f"Invitation sent to {email}.")
+    else:  # the invitation is stored: the inviter can pass its link on instead of inviting twice
+        messages.warning(request, f"Invitation saved, but the mail to {email} could not be sent. Send them this "
+                                  f"link yourself; it works once: {link}")
 
 
 @login_required_to_act
@@ -103,8 +107,7 @@ def org_invite(request: HttpRequest, slug: str) -> HttpResponse:
     if isinstance(created, Refused):
         return _detail_page(request, user, org, form)
     invitation, raw = created
-    _send_invitation(org_name=org.name, email=invitation.email, raw=raw, inviter=user.email)
-    messages.success(request, f"Invitation sent to {invitation.email}.")
+    _send_invitation(request, org_name=org.name, email=invitation.email, raw=raw, inviter=user.email)
     return redirect("org_detail", slug=slug)
 
 

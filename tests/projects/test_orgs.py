@@ -144,3 +144,23 @@ def test_a_refused_invitation_keeps_the_address_typed_and_says_why(tenant_a: Ten
     assert taken.status_code == 400 and f'value="{tenant_a.user.email}"' in taken.content.decode()
     assert not Invitation.objects.filter(org=org).exists() and not mail.outbox
     assert _client(tenant_b).post(f"/orgs/{org.slug}/invite", {"email": "x@x.example"}).status_code == 404
+
+
+@pytest.mark.django_db
+def test_an_invitation_whose_mail_fails_is_kept_and_its_link_shown(settings: Any, tenant_a: Tenant,
+                                                                   tenant_b: Tenant) -> None:
+    """A mail server that cannot be reached (a real SMTP backend, pointed at a closed port) was a 500 after the
+    invitation was stored, and a retry stored a second one."""
+    from tests.support.proc import free_port
+
+    alice = _client(tenant_a)
+    alice.post("/orgs/", {"name": "Acme Team"})
+    org = Org.objects.get(name="Acme Team")
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 5
+    answer = alice.post(f"/orgs/{org.slug}/invite", {"email": "carol@c.example", "role": "member"}, follow=True)
+    page = answer.content.decode()
+    assert answer.status_code == 200 and "could not be sent" in page
+    link = re.search(re.escape(PUBLIC) + r"(/invitations/[^\s<\"]+/)", page)
+    assert link is not None and Invitation.objects.filter(org=org, email="carol@c.example").count() == 1
+    assert not Invitation.objects.exclude(org=org).exists()

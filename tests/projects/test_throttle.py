@@ -191,3 +191,20 @@ def test_without_verification_sign_up_signs_in_at_once(settings: Any) -> None:
     response = Client().post("/accounts/signup/", {"email": "now@example.com", "password": "a-long enough pass 42"})
     assert response.status_code == 302 and User.objects.get(email="now@example.com").is_active
     assert mail.outbox == []
+
+
+@pytest.mark.django_db
+def test_a_sign_up_whose_mail_fails_says_so_and_a_later_one_sends_the_link(settings: Any, tenant_a: Tenant) -> None:
+    from tests.support.proc import free_port
+
+    settings.SIGNUP_VERIFY_EMAIL, settings.PUBLIC_URL = True, "https://brain.example.com"
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 5
+    form = {"email": "late@example.com", "password": "a-long enough pass 42"}
+    failed = Client().post("/accounts/signup/", form)
+    assert failed.status_code == 200 and "could not be sent just now" in failed.content.decode()
+    assert User.objects.get(email="late@example.com").is_active is False
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    again = Client().post("/accounts/signup/", form)
+    assert again.status_code == 200 and _link(mail.outbox[-1].body)
+    assert User.objects.get(pk=tenant_a.user.pk).is_active
