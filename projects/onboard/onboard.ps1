@@ -16,7 +16,8 @@ param(
 )
 $ErrorActionPreference = 'Stop'
 $InstallerVersion = '1'
-$BrainUrl = if ($env:BRAIN_URL) { $env:BRAIN_URL } else { '__BRAIN_URL__' }
+# BRAIN_INSTALL_URL points the installer at another server; BRAIN_URL (the stdio bridge's) is not read.
+$BrainUrl = if ($env:BRAIN_INSTALL_URL) { $env:BRAIN_INSTALL_URL } else { '__BRAIN_URL__' }
 $BrainUrl = $BrainUrl.TrimEnd('/')
 $McpUrl = "$BrainUrl/mcp"
 $ServerName = 'brain'

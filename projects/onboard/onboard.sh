@@ -11,8 +11,14 @@
 set -euo pipefail
 
 INSTALLER_VERSION="2"
-BRAIN_URL="${BRAIN_URL:-__BRAIN_URL__}"
+# The server this script was served by. BRAIN_INSTALL_URL points it at another one; BRAIN_URL is not read: it is
+# what `brain mcp stdio` users export for their bridge, and it silently configured the wrong server.
+BRAIN_URL="${BRAIN_INSTALL_URL:-__BRAIN_URL__}"
 BRAIN_URL="${BRAIN_URL%/}"
+if ! printf '%s' "$BRAIN_URL" | grep -Eq '^https?://[A-Za-z0-9.:[-]+\]?(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?$'; then
+  printf 'error: %s\n' "BRAIN_INSTALL_URL must be the server's address, e.g. https://brain.example.com; got: $BRAIN_URL" >&2
+  exit 1
+fi
 MCP_URL="$BRAIN_URL/mcp"
 SERVER_NAME="brain"
 CLIENT="claude-code"

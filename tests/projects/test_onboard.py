@@ -67,7 +67,7 @@ def _run(script: Path, home: Path, *, token: str, args: tuple[str, ...] = (), wi
         (bin_dir / "claude").chmod(0o755)
     env = {"HOME": str(home), "PATH": f"{bin_dir}:/usr/bin:/bin", "BRAIN_MCP_TOKEN": token, "LANG": "C.UTF-8"}
     if url:
-        env["BRAIN_URL"] = url
+        env["BRAIN_INSTALL_URL"] = url
     done = subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     return Run(done.returncode, done.stdout, done.stderr, home)
@@ -275,6 +275,35 @@ def test_codex_tables_are_added_per_profile_and_a_different_one_is_refused(live_
     assert refused.code != 0 and "already has [mcp_servers.brain] with other settings" in refused.err
     assert f'url = "{url}/mcp"' in refused.err and config.read_text() == before
     assert tenant["user_raw"] not in config.read_text()
+    from sessions.models import Session as AgentSession
+
+    assert not AgentSession.objects.filter(user=other["user"]).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_stdio_bridges_brain_url_does_not_redirect_the_installer(live_server: object, tmp_path: Path) -> None:
+    """`brain mcp stdio` users export BRAIN_URL for their bridge; the installer configured that server instead of
+    the one that served it. Only BRAIN_INSTALL_URL moves it, and a value that is no address is refused."""
+    url = str(live_server.url)  # type: ignore[attr-defined]
+    tenant = make_tenant("installer@i.example", "Installer App")
+    other = make_tenant("other@o.example", "Other App")
+    script, home = _script(tmp_path, url), tmp_path / "home"
+    env_extra = {"BRAIN_URL": "http://127.0.0.1:9/elsewhere"}
+    bin_dir = home / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "curl").write_text(FAKE_CURL)
+    (bin_dir / "curl").chmod(0o755)
+    env = {"HOME": str(home), "PATH": f"{bin_dir}:/usr/bin:/bin", "BRAIN_MCP_TOKEN": tenant["user_raw"],
+           "LANG": "C.UTF-8", **env_extra}
+    done = subprocess.run(["bash", str(script), "--client", "cursor"], env=env, capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    servers = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert servers["brain"]["url"] == f"{url}/mcp"
+    bad = _run(script, tmp_path / "home2", token=tenant["user_raw"], url="http://x/$(touch pwned)")
+    assert bad.code == 1 and "BRAIN_INSTALL_URL must be the server's address" in bad.err
+    assert not (tmp_path / "home2" / ".cursor").exists() and not Path("pwned").exists()
     from sessions.models import Session as AgentSession
 
     assert not AgentSession.objects.filter(user=other["user"]).exists()
