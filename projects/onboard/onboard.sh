@@ -173,7 +173,10 @@ merge_json() {
   mkdir -p "$(dirname "$file")"
   BRAIN_FILE="$file" BRAIN_CONTAINER="$container" BRAIN_ENTRY="$entry" BRAIN_NAME="$SERVER_NAME" python3 - <<'PY'
 import json, os, shutil, sys, time
-path, container, name = os.environ["BRAIN_FILE"], os.environ["BRAIN_CONTAINER"], os.environ["BRAIN_NAME"]
+# The file a symlink points to is the one rewritten (dotfile managers link configs in; replacing the link with a
+# plain file cut it off from their copy).
+path = os.path.realpath(os.environ["BRAIN_FILE"])
+container, name = os.environ["BRAIN_CONTAINER"], os.environ["BRAIN_NAME"]
 entry = json.loads(os.environ["BRAIN_ENTRY"])
 data = {}
 if os.path.exists(path) and os.path.getsize(path) > 0:
@@ -212,7 +215,7 @@ codex_table() {
 }
 
 configure_codex() {
-  local file="$HOME/.codex/config.toml" block existing
+  local file="${CODEX_HOME:-$HOME/.codex}/config.toml" block existing
   block="$(printf '[mcp_servers.%s]\nurl = "%s"\nbearer_token_env_var = "BRAIN_MCP_TOKEN"' "$SERVER_NAME" "$MCP_URL")"
   mkdir -p "$(dirname "$file")"
   existing=""

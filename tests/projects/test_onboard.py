@@ -307,3 +307,24 @@ def test_the_stdio_bridges_brain_url_does_not_redirect_the_installer(live_server
     from sessions.models import Session as AgentSession
 
     assert not AgentSession.objects.filter(user=other["user"]).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_symlinked_config_is_updated_where_it_points(live_server: object, tmp_path: Path) -> None:
+    """A dotfile manager's link stays a link and the file it points to gets the entry (it was replaced by a plain
+    file, cut off from the managed copy)."""
+    url = str(live_server.url)  # type: ignore[attr-defined]
+    tenant = make_tenant("installer@i.example", "Installer App")
+    script, home = _script(tmp_path, url), tmp_path / "home"
+    managed = home / "dotfiles" / "cursor-mcp.json"
+    managed.parent.mkdir(parents=True)
+    managed.write_text(json.dumps({"mcpServers": {"other": {"url": "https://x.example/mcp"}}}))
+    link = home / ".cursor" / "mcp.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(managed)
+    done = _run(script, home, token=tenant["user_raw"], args=("--client", "cursor"), with_claude=False)
+    assert done.code == 0, done.out + done.err
+    assert link.is_symlink() and link.resolve() == managed.resolve()
+    servers = json.loads(managed.read_text())["mcpServers"]
+    assert set(servers) == {"other", "brain"} and servers["brain"]["url"] == f"{url}/mcp"
