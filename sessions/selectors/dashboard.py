@@ -61,6 +61,7 @@ class SessionDetail:
     injected: list[SessionKnowledgeApplication]
     used: list[SessionKnowledgeApplication]
     jobs: list[SessionJob]
+    events_total: int = 0  # all the session's events; the timeline holds the first EVENTS_MAX
 
 
 def session_detail(*, principal: Principal, project: Project, session_id: uuid.UUID | str) -> SessionDetail:
@@ -72,15 +73,16 @@ def session_detail(*, principal: Principal, project: Project, session_id: uuid.U
     session = _sessions(principal, project).filter(pk=pk).first()
     if session is None:
         raise NotFound(f"session {session_id} not found")
-    events = list(SessionEvent.objects.filter(session=session).defer("embedding", "search_vector")
-                  .order_by("occurred_at", "created_at")[:EVENTS_MAX])
+    logged = SessionEvent.objects.filter(session=session)
+    events = list(logged.defer("embedding", "search_vector").order_by("occurred_at", "created_at")[:EVENTS_MAX])
+    total = logged.count() if len(events) == EVENTS_MAX else len(events)  # a count only when the cut may hide some
     apps = list(SessionKnowledgeApplication.objects.filter(session=session).select_related("knowledge")
                 .only("role", "outcome", "knowledge__id", "knowledge__type", "knowledge__content",
                       "knowledge__deleted_at", "knowledge__superseded_by_id"))
     return SessionDetail(
         session=session, events=events, jobs=list(SessionJob.objects.filter(session=session).order_by("name")),
         injected=[a for a in apps if a.role == ApplicationRole.INJECTED],
-        used=[a for a in apps if a.role == ApplicationRole.USED_REPORTED],
+        used=[a for a in apps if a.role == ApplicationRole.USED_REPORTED], events_total=total,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -386,3 +388,18 @@ def test_irreversible_actions_ask_first(client: Client, tenant_a: Tenant, tenant
     assert block and "cannot be undone" in block.group(1) and "Revoke for good" in block.group(1)
     assert reverse("token_revoke", args=[tenant_a.user_token.pk]) in block.group(1)
     assert tenant_b.user_token.prefix not in tokens
+
+
+def test_a_long_timeline_says_it_is_cut(client: Client, tenant_a: Tenant, tenant_b: Tenant, monkeypatch: Any) -> None:
+    from sessions.selectors import dashboard as session_pages
+    from sessions.services.events import EventDraft, session_events_log_many
+    from sessions.services.open import session_open
+
+    monkeypatch.setattr(session_pages, "EVENTS_MAX", 5)
+    session = session_open(principal=tenant_a.principal, prompt="a long session").session
+    session_events_log_many(session=session, drafts=[EventDraft("note", f"step {n}") for n in range(7)])
+    _login(client, tenant_a)
+    page = client.get(reverse("dash_session", args=[tenant_a.project.id, session.id])).content.decode()
+    assert "The first 5 of 8 events" in page and page.count('<span class="tag">note</span>') <= 5
+    _login(client, tenant_b)
+    assert client.get(reverse("dash_session", args=[tenant_a.project.id, session.id])).status_code == 404
