@@ -52,31 +52,35 @@ def _response(sock: socket.socket) -> tuple[bytes, dict[str, str], bytes]:
     return lines[0], headers, body
 
 
+def _exchange(port: int, request: bytes) -> tuple[tuple[bytes, dict[str, str], bytes], bytes | None]:
+    """Sends `request` (from a thread: the server may stop reading a refused body), reads the answer, then sends a
+    GET on the same connection; returns the first answer and the second status line (None when the server closed
+    the connection cleanly)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+
+        def send() -> None:
+            with contextlib.suppress(OSError):  # the answer counts, not whether the whole body went out
+                sock.sendall(request)
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        first = _response(sock)
+        sender.join(20)
+        try:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            return first, _response(sock)[0] or None
+        except OSError:
+            return first, None
+
+
 def _post_then_get(port: int, path: str, size: int, token: str | None) -> tuple[tuple[bytes, dict[str, str], bytes],
                                                                                bytes | None]:
-    """POSTs a body of `size` bytes, reads the answer, then sends a GET on the same connection; returns the
-    first answer and the second status line (None when the server closed the connection cleanly)."""
+    """POSTs a body of `size` bytes with its Content-Length, then a GET on the same connection (`_exchange`)."""
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "x" * size}).encode()
     auth = f"Authorization: Bearer {token}\r\n" if token else ""
     head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             f"Accept: application/json, text/event-stream\r\n{auth}Content-Length: {len(body)}\r\n\r\n").encode()
-    sock = socket.create_connection(("127.0.0.1", port), timeout=20)
-
-    def send() -> None:
-        with contextlib.suppress(OSError):  # the server may stop reading a refused body; the answer counts
-            sock.sendall(head + body)
-
-    sender = threading.Thread(target=send)
-    sender.start()
-    first = _response(sock)
-    sender.join(20)
-    try:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        second = _response(sock)[0] or None
-    except OSError:
-        second = None
-    sock.close()
-    return first, second
+    return _exchange(port, head + body)
 
 
 def test_a_refused_body_is_drained_or_the_connection_closed(web: tuple[str, int], tenant_a: Tenant) -> None:
@@ -103,27 +107,13 @@ def test_a_refused_body_is_drained_or_the_connection_closed(web: tuple[str, int]
 def _chunked(port: int, path: str, payload: bytes, token: str) -> tuple[tuple[bytes, dict[str, str], bytes],
                                                                        bytes | None]:
     """POSTs `payload` in 1,000-byte chunks without a Content-Length (as a client streaming its body does), then a
-    GET on the same connection; returns the first answer and the second status line."""
+    GET on the same connection (`_exchange`)."""
     head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             f"Accept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\n"
             "Transfer-Encoding: chunked\r\n\r\n").encode()
     pieces = [payload[i:i + 1000] for i in range(0, len(payload), 1000)]
     body = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
-
-        def send() -> None:
-            with contextlib.suppress(OSError):  # the server may stop reading a refused body; the answer counts
-                sock.sendall(head + body)
-
-        sender = threading.Thread(target=send)
-        sender.start()
-        first = _response(sock)
-        sender.join(20)
-        try:
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            return first, _response(sock)[0] or None
-        except OSError:
-            return first, None
+    return _exchange(port, head + body)
 
 
 def test_a_chunked_body_reaches_the_application_whole(web: tuple[str, int], tenant_a: Tenant,

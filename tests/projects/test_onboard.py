@@ -57,7 +57,7 @@ def _script(tmp_path: Path, base_url: str) -> Path:
 
 
 def _run(script: Path, home: Path, *, token: str, args: tuple[str, ...] = (), with_claude: bool = True,
-         url: str | None = None) -> Run:
+         url: str | None = None, extra_env: dict[str, str] | None = None) -> Run:
     bin_dir = home / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     (bin_dir / "curl").write_text(FAKE_CURL)
@@ -68,6 +68,7 @@ def _run(script: Path, home: Path, *, token: str, args: tuple[str, ...] = (), wi
     env = {"HOME": str(home), "PATH": f"{bin_dir}:/usr/bin:/bin", "BRAIN_MCP_TOKEN": token, "LANG": "C.UTF-8"}
     if url:
         env["BRAIN_INSTALL_URL"] = url
+    env.update(extra_env or {})
     done = subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     return Run(done.returncode, done.stdout, done.stderr, home)
@@ -289,16 +290,9 @@ def test_the_stdio_bridges_brain_url_does_not_redirect_the_installer(live_server
     tenant = make_tenant("installer@i.example", "Installer App")
     other = make_tenant("other@o.example", "Other App")
     script, home = _script(tmp_path, url), tmp_path / "home"
-    env_extra = {"BRAIN_URL": "http://127.0.0.1:9/elsewhere"}
-    bin_dir = home / "bin"
-    bin_dir.mkdir(parents=True)
-    (bin_dir / "curl").write_text(FAKE_CURL)
-    (bin_dir / "curl").chmod(0o755)
-    env = {"HOME": str(home), "PATH": f"{bin_dir}:/usr/bin:/bin", "BRAIN_MCP_TOKEN": tenant["user_raw"],
-           "LANG": "C.UTF-8", **env_extra}
-    done = subprocess.run(["bash", str(script), "--client", "cursor"], env=env, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = _run(script, home, token=tenant["user_raw"], args=("--client", "cursor"), with_claude=False,
+                extra_env={"BRAIN_URL": "http://127.0.0.1:9/elsewhere"})  # what a stdio bridge user exports
+    assert done.code == 0, done.out + done.err
     servers = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]
     assert servers["brain"]["url"] == f"{url}/mcp"
     bad = _run(script, tmp_path / "home2", token=tenant["user_raw"], url="http://x/$(touch pwned)")
