@@ -78,13 +78,16 @@ class Glob:
     """A compiled glob. State i is "before token i" (bit 2i); a DIRS token also has "inside its folders" (bit 2i+1)."""
 
     pattern: str
+    normal: str = field(init=False)  # the pattern as matched (normal_glob)
     tokens: list[tuple[int, str]] = field(init=False)
+    _accept: int = field(init=False, default=0)
     _star: int = field(init=False, default=0)
     _dirs: int = field(init=False, default=0)
     _consumers: dict[str, int] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.tokens = _tokens(normal_glob(self.pattern))
+        self.normal = normal_glob(self.pattern)
+        self.tokens = _tokens(self.normal)
         for i, (kind, _) in enumerate(self.tokens):
             if kind == STAR:
                 self._star |= 1 << (2 * i)

@@ -26,7 +26,7 @@ from pgvector import Vector
 
 from brain.sql_rows import execute_prepared
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
-from knowledge.globs import Glob, compiled_glob, normal_glob
+from knowledge.globs import Glob, compiled_glob
 from knowledge.guard_models import GuardCalibration, GuardKind, GuardPattern, GuardRuleVersion, GuardSeverity
 from knowledge.models import REVIEW_HELD, KnowledgeItem, KnowledgeType
 
@@ -233,8 +233,8 @@ class RuleIndex:
             self.by_word.setdefault(_first_word(" ".join(rule.pattern.split())), []).append(rule)
         elif rule.kind == GuardKind.COMMAND_REGEX and (head := _regex_head(rule.pattern)):
             self.by_word.setdefault(head, []).append(rule)
-        elif rule.kind == GuardKind.PATH_GLOB and (head := normal_glob(rule.pattern).split("/", 1)[0]) \
-                and not any(c in head for c in "*?[") and "/" in normal_glob(rule.pattern):
+        elif rule.glob is not None and "/" in rule.glob.normal \
+                and not any(c in (head := rule.glob.normal.split("/", 1)[0]) for c in "*?["):
             self.by_segment.setdefault(head, []).append(rule)
         elif rule.kind == GuardKind.LOCK_FILE:
             self.by_name.setdefault(rule.pattern, []).append(rule)

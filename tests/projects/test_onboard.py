@@ -56,6 +56,13 @@ def _script(tmp_path: Path, base_url: str) -> Path:
     return path
 
 
+def _config_with_another_server(path: Path) -> Path:
+    """A client config that already holds someone else's server, which every merge must keep."""
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"mcpServers": {"other": {"url": "https://x.example/mcp"}}}))
+    return path
+
+
 def _run(script: Path, home: Path, *, token: str, args: tuple[str, ...] = (), with_claude: bool = True,
          url: str | None = None, extra_env: dict[str, str] | None = None) -> Run:
     bin_dir = home / "bin"
@@ -189,9 +196,7 @@ def test_without_claude_cli_the_config_file_is_merged_with_a_backup(live_server:
     url = str(live_server.url)  # type: ignore[attr-defined]
     tenant = make_tenant("installer@i.example", "Installer App")
     script, home = _script(tmp_path, url), tmp_path / "home"
-    config = home / ".cursor" / "mcp.json"
-    config.parent.mkdir(parents=True)
-    config.write_text(json.dumps({"mcpServers": {"other": {"url": "https://x.example/mcp"}}}))
+    config = _config_with_another_server(home / ".cursor" / "mcp.json")
     first = _run(script, home, token=tenant["user_raw"], args=("--client", "cursor"), with_claude=False)
     assert first.code == 0, first.out + first.err
     merged = json.loads(config.read_text())
@@ -311,9 +316,7 @@ def test_a_symlinked_config_is_updated_where_it_points(live_server: object, tmp_
     url = str(live_server.url)  # type: ignore[attr-defined]
     tenant = make_tenant("installer@i.example", "Installer App")
     script, home = _script(tmp_path, url), tmp_path / "home"
-    managed = home / "dotfiles" / "cursor-mcp.json"
-    managed.parent.mkdir(parents=True)
-    managed.write_text(json.dumps({"mcpServers": {"other": {"url": "https://x.example/mcp"}}}))
+    managed = _config_with_another_server(home / "dotfiles" / "cursor-mcp.json")
     link = home / ".cursor" / "mcp.json"
     link.parent.mkdir(parents=True)
     link.symlink_to(managed)
