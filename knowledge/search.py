@@ -24,6 +24,7 @@ from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
 from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes, neighbour_gain
 from knowledge.search_scope import Scoped, fts_terms, scoped_read
+from knowledge.search_standard import long_row_penalty, standard_fused_ctes, standard_vec_ctes
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,18 @@ SHAPE_HEAD = 5
 SHAPE_POWER = 1
 SHAPE_FLOOR = 0.5
 SHAPE_FTS_FULL = 16.0
+# Standard scores (`Fusion.standard_weight`). A reciprocal rank says where a row stands in its list, not how far it
+# stands out: the third row of a list whose head is one row far above the rest counts as much as the third of a flat
+# list. So each list also adds its row's standard score, clipped at 0: cosine similarity (long rows penalised)
+# against every row of the scope, BM25 against every row that matches a query term. A full-text row the vector list
+# did not reach is still scored by its cosine (its vector list term is that standard score alone), so a full-text
+# hit that means something else than the question loses to one that means it. With standard scores the per-query
+# shares come from the lists' heads in the same units: the mean standard score of each list's first SHAPE_HEAD rows
+# (the full-text one scaled by its best BM25 over SHAPE_FTS_FULL, as before). On the five sets of
+# docs/benchmarks.md (issue 16, nineteenth step) this moved the worst margin of hybrid over its better list from
+# -0.006 to 0 and kept hybrid turn recall@10 over BM25 + 0.10 on all of them. A scope too large to read exactly
+# (the HNSW walk) measures its vector scores against the rows the walk found, so there the completion adds little.
+
 # The longest search query any interface accepts (characters).
 QUERY_MAX = 2000
 # Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
@@ -154,6 +167,11 @@ class Fusion:
     # Per-query list shares from score shape (`_weights_cte`). Session search turns it on; knowledge search
     # keeps fixed shares because its injection floor is calibrated on them (docs/benchmarks.md, issue 16).
     adaptive: bool = False
+    # The least share of its weight either list keeps when the shares are per query (at most 2 - share_floor).
+    share_floor: float = SHAPE_FLOOR
+    # Each list's standard score (z: the row's score in standard deviations above the scope's mean) times this is
+    # added to the row's reciprocal rank in that list; 0: ranks alone (knowledge search). See STANDARD_SCORES.
+    standard_weight: float = 0.0
 
 
 @dataclass
@@ -174,15 +192,21 @@ class CandidateSet:
     rrf_max: float
     notice: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
+    standard: Standard | None = None  # with standard scores (a list that did not run: 0 and 0)
+
+
+@dataclass(frozen=True)
+class Standard:
+    """What each list's standard scores were measured against: the mean and spread of the scope's similarities
+    (`vector_mu`, `vector_sd`) and of its full-text matches' BM25 scores (`fts_mu`, `fts_sd`)."""
+
+    vector_mu: float
+    vector_sd: float
+    fts_mu: float
+    fts_sd: float
 
 
 _EMPTY_VEC = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS dist WHERE false"
-
-
-def _long_row_penalty(b: str, length: str, long: str) -> str:
-    """The divisor of a row's score for rows longer than `long` lexemes: `1 + b * max(0, length / long - 1)`
-    (VECTOR_LONG_LEXEMES, FTS_LONG_LEXEMES)."""
-    return f"(1 + {b} * greatest({length}::float8 / {long} - 1, 0))"
 
 
 def _length_pivot(b: str, length: str, average: str) -> str:
@@ -199,7 +223,7 @@ def _vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
     graph walk meets mostly other projects' rows, and even with iterative scans it returned a third fewer
     of the true nearest turns than exact search on short dialogue turns (docs/benchmarks.md)."""
     order = "(t.embedding <=> %(qvec)s::vector) + 0" if exact else "t.embedding <=> %(qvec)s::vector"
-    penalty = _long_row_penalty("%(lenb)s", "len", "%(longlex)s")
+    penalty = long_row_penalty("%(lenb)s", "len", "%(longlex)s")
     return f"""
         SELECT id, row_number() OVER (ORDER BY (1 - dist) / {penalty} DESC, id) AS rnk, dist
         FROM (SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist, greatest(length(t.search_vector), 1) AS len
@@ -209,7 +233,7 @@ def _vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
         WHERE dist <= %(maxdist)s"""  # noqa: S608 - names and fixed SQL only; values are parameters
 
 
-def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None) -> str:
+def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None, *, standard: bool = False) -> str:
     """Full-text candidates scored by Okapi BM25: for each query term, its count in the row (from the
     tsvector's positions) saturated by BM25_K1 and normalised by the row's length in tokens relative to
     the candidates' average (b = BM25_B), times the term's inverse document frequency in the caller's scope
@@ -228,16 +252,18 @@ def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None) -> str:
     with "or"), at most `fts_cap` of each: every matching row of a small scope (EXACT_ROWS), `Fusion.fts_scan_cap`
     otherwise, so the best full-text hits survive even when common words match much of the table.
 
-    With `order`, each row is scored with its neighbours' words too (knowledge/search_neighbours.py)."""
+    With `order`, each row is scored with its neighbours' words too (knowledge/search_neighbours.py). With
+    `standard`, each row also carries the mean and spread of every scored row's score (`mu`, `sd`)."""
     # Both tsqueries reach the planner as constants, so it can weigh the GIN index against the scope's
     # own indexes (a small project is cheaper to scan than a common term's posting list).
     tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
     pivot = _length_pivot(str(BM25_B), "h.len", "n.avg_len")
-    long_penalty = _long_row_penalty("%(ftslenb)s", "max(h.lex)", "%(ftslonglex)s")
+    long_penalty = long_row_penalty("%(ftslenb)s", "max(h.lex)", "%(ftslonglex)s")
     own_lexemes = "unnest(ts_filter(setweight(p.sv, 'B', %(lexemes)s::text[]), '{b}'))"
     # A row's distinct lexemes (`lex`) are counted once here: counted per term row, they cost a tenth of the statement.
     pooled = ("t.id, t.search_vector AS sv, t.search_tokens AS len, length(t.search_vector) AS lex"
               + (order.pool_columns() if order else ""))
+    stats = ", avg(score) OVER () AS mu, stddev_pop(score) OVER () AS sd" if standard else ""
     terms = neighbour_ctes(own_lexemes) if order else f"""
     fts_terms AS (
         SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, p.len, p.lex
@@ -259,7 +285,7 @@ def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None) -> str:
         FROM fts_terms w JOIN fts_df d ON d.lexeme = w.lexeme
         JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = w.lexeme),
     fts AS (
-        SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score FROM (
+        SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score{stats} FROM (
             SELECT h.id, sum(ln(1.0 + (n.n - greatest(h.df, h.est) + 0.5) / (greatest(h.df, h.est) + 0.5))
                              * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * {pivot}))
                    / {long_penalty} AS score
@@ -277,31 +303,45 @@ def _confidence(scores: str, ranks: str, source: str) -> str:
 
 def _weights_cte() -> str:
     """Each list's share of the fusion for this query (`adaptive`): the lists' head confidences (the full-text
-    one scaled by its best score over SHAPE_FTS_FULL) as shares of 2, kept within [SHAPE_FLOOR, 2 - SHAPE_FLOOR];
+    one scaled by its best score over SHAPE_FTS_FULL) as shares of 2, kept within [floor, 2 - floor];
     1 and 1 when neither head stands out or `adaptive` is off. The share multiplies the list's configured weight."""
     return f"""
     conf AS (SELECT power({_confidence("(1 - dist)", "rnk", "vec")}, {SHAPE_POWER}) AS cv,
                     power({_confidence("score", "rnk", "fts")}, {SHAPE_POWER})
                     * (SELECT COALESCE(least(max(score) / {SHAPE_FTS_FULL}, 1), 0) FROM fts) AS cf),
     shares AS (SELECT CASE WHEN %(adaptive)s AND cv + cf > 0
-                           THEN least(greatest(2 * cv / (cv + cf), {SHAPE_FLOOR}), {2 - SHAPE_FLOOR})
+                           THEN least(greatest(2 * cv / (cv + cf), %(floor)s), 2 - %(floor)s)
                            ELSE 1 END AS sv FROM conf)"""  # noqa: S608 - constants and fixed SQL only
 
 
-def _fts_list_sql(table: str, scope: Scope, order: RowOrder | None) -> str:
+def _fts_list_sql(table: str, scope: Scope, order: RowOrder | None, *, standard: bool) -> str:
     """The full-text list as two PostgreSQL array texts (ids, scores) in rank order, which the fusion statement
     takes back as they are: built and parsed in C on the server, where rows of Python values were loaded and then
-    quoted again as literals (0.2 ms a search). float8's text is exact (shortest round-trip digits)."""
-    ctes = _fts_ctes(table, scope, order)
+    quoted again as literals (0.2 ms a search). float8's text is exact (shortest round-trip digits). With
+    `standard`, also the mean and spread of all scored rows' scores (0 for none)."""
+    ctes = _fts_ctes(table, scope, order, standard=standard)
+    stats = ", coalesce(max(mu), 0), coalesce(max(sd), 0)" if standard else ""
     return (f"WITH {ctes} SELECT coalesce(array_agg(id ORDER BY rnk), '{{}}')::text, "  # noqa: S608
-            "coalesce(array_agg(score ORDER BY rnk), '{}')::text FROM fts")
+            f"coalesce(array_agg(score ORDER BY rnk), '{{}}')::text{stats} FROM fts")
 
 
-def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, smooth: RowOrder | None) -> str:
+def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, smooth: RowOrder | None,
+         standard: bool = False) -> str:
     """The fusion: the vector list ranked here, the full-text list as the arrays its own statement returned;
     with `smooth`, each fused score plus a share of its found neighbours' and of the found rows two places away
-    (knowledge/search_neighbours.py)."""
+    (knowledge/search_neighbours.py); with `standard` (and vectors), each list's standard scores added
+    (STANDARD_SCORES) and the scope's mean and spread of similarity returned with every row (`vec_mu`, `vec_sd`)."""
     ranked = "fused_near" if smooth else "fused"
+    if standard and use_vec:
+        return f"""
+    WITH {standard_vec_ctes(table, scope, exact=exact)}
+    fts AS (SELECT id, rnk, score, (score - %(fmu)s) / nullif(%(fsd)s, 0) AS z
+            FROM unnest(%(fts_id)s::uuid[], %(fts_score)s::float8[]) WITH ORDINALITY AS f(id, score, rnk)),
+    {standard_fused_ctes(table, scope, head=SHAPE_HEAD, fts_full=SHAPE_FTS_FULL)}
+    {"," + fused_neighbour_ctes(table, smooth) if smooth else ""}
+    SELECT {ranked}.*, {columns}, s.mu AS vec_mu, s.sd AS vec_sd
+    FROM {ranked} JOIN {table} t ON t.id = {ranked}.fused_id CROSS JOIN vec_stat s
+    ORDER BY rrf DESC, t.id LIMIT %(n)s"""  # noqa: S608
     return f"""
     WITH vec AS ({_vec_cte(table, scope, exact=exact) if use_vec else _EMPTY_VEC}),
     fts AS (SELECT id, rnk, score FROM unnest(%(fts_id)s::uuid[], %(fts_score)s::float8[]) WITH ORDINALITY
@@ -332,10 +372,13 @@ def _query_vector(embedding: Future[tuple[list[float], str]] | None) -> tuple[li
 
 @dataclass
 class _FtsList:
-    """The full-text list: its ids and scores in rank order, as PostgreSQL array texts (see `_fts_list_sql`)."""
+    """The full-text list: its ids and scores in rank order, as PostgreSQL array texts (see `_fts_list_sql`),
+    and with standard scores the mean and spread of every scored row's score."""
 
     ids: str = "{}"
     scores: str = "{}"
+    mu: float = 0.0
+    sd: float = 0.0
 
 
 def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: Scoped, fusion: Fusion,
@@ -344,9 +387,10 @@ def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: Scoped,
               "ftslonglex": max(fusion.fts_long_lexemes, 1), "nbshare": fusion.fts_neighbours,
               "nblex": fusion.neighbour_lexemes,
               "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0, **fts_terms(scoped, fusion)}
-    cursor.execute(_fts_list_sql(table, scope, order if fusion.fts_neighbours > 0 else None), params)
-    ids, scores = cursor.fetchone()
-    return _FtsList(ids, scores)
+    standard = fusion.standard_weight > 0
+    cursor.execute(_fts_list_sql(table, scope, order if fusion.fts_neighbours > 0 else None, standard=standard),
+                   params)
+    return _FtsList(*cursor.fetchone())
 
 
 def hybrid_candidates(
@@ -374,19 +418,22 @@ def hybrid_candidates(
         smoothing = fusion.neighbours > 0 or fusion.neighbours_far > 0
         smooth = order if order and smoothing and use_vec and use_fts else None
         params = _fusion_params(scope, fusion, vector, model, use_fts=use_fts) | {
-            "fts_id": fts.ids, "fts_score": fts.scores,
+            "fts_id": fts.ids, "fts_score": fts.scores, "fmu": fts.mu, "fsd": fts.sd,
             "nbfused": fusion.neighbours if smooth else 0.0, "nblex": fusion.neighbour_lexemes,
             "nbfar": fusion.neighbours_far if smooth else 0.0}
-        statement = _sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth)
+        standard = fusion.standard_weight > 0
+        statement = _sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth, standard=standard)
         _execute_fusion(cursor, statement, params, walks=use_vec and not scoped.exact, generic=smooth is None)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+    spread = _vector_spread(rows) if standard and use_vec else (0.0, 0.0)
     retrieval = mode if (use_vec or mode == "fts") else "fts_only"
     rrf_max = fused_max(params["wv"], params["wf"], fusion, adaptive=params["adaptive"]) * neighbour_gain(
         params["nbfused"], params["nbfar"])
     total = time.perf_counter() - started
     timings = {"model_wait": round(waited * 1000, 3), "sql": round((total - waited) * 1000, 3)}
-    return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings)
+    return CandidateSet([_candidate(row) for row in rows], retrieval, rrf_max, notice, timings,
+                        standard=Standard(*spread, fts.mu, fts.sd) if standard else None)
 
 
 def _walk_settings(ef: int, *, generic: bool) -> str:
@@ -423,13 +470,14 @@ def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, mod
                    use_fts: bool) -> dict[str, Any]:
     use_vec = vector is not None
     return {
-        **scope.params, "qvec": _vector_literal(vector), "qmodel": model, "n": fusion.candidates,
+        **scope.params, "qvec": vector_literal(vector), "qmodel": model, "n": fusion.candidates,
         "maxdist": fusion.max_distance, "k": float(fusion.rrf_k),
         "kv": float(fusion.rrf_k_vector or fusion.rrf_k),
         "wv": fusion.weight_vector if use_vec else 0.0, "wf": fusion.weight_fts if use_fts else 0.0,
         "longlex": max(fusion.vector_long_lexemes, 1),
         "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
         "adaptive": fusion.adaptive and use_vec and use_fts, "ef": max(40, int(fusion.candidates)),
+        "floor": fusion.share_floor, "sw": fusion.standard_weight,
     }
 
 
@@ -439,13 +487,21 @@ def fused_max(weight_v: float, weight_f: float, fusion: Fusion, *, adaptive: boo
     top_v, top_f = weight_v / ((fusion.rrf_k_vector or fusion.rrf_k) + 1), weight_f / (fusion.rrf_k + 1)
     if not adaptive:
         return top_v + top_f
-    return max(share * top_v + (2 - share) * top_f for share in (SHAPE_FLOOR, 2 - SHAPE_FLOOR))
+    return max(share * top_v + (2 - share) * top_f for share in (fusion.share_floor, 2 - fusion.share_floor))
 
 
-def _vector_literal(vector: list[float] | None) -> str | None:
+def vector_literal(vector: list[float] | None) -> str | None:
     if vector is None:
         return None
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def _vector_spread(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """The scope's mean and spread of similarity, which the standard fusion returns with every row."""
+    mu = sd = None
+    for row in rows:
+        mu, sd = row.pop("vec_mu"), row.pop("vec_sd")
+    return float(mu or 0.0), float(sd or 0.0)
 
 
 def _candidate(row: dict[str, Any]) -> Candidate:

@@ -54,6 +54,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also write each question's full-text and vector lists (ranks, scores) and the hybrid "
                              "ranking as JSON lines (.gz: compressed), for offline fusion replay "
                              "(brain/bench/fusion_dump.py)")
+    parser.add_argument("--dump-depth", metavar="N", type=int, default=0,
+                        help="with --dump: each list N rows deep instead of the fusion's candidates (N at least the "
+                             "haystack's turns dumps every row's score in both lists)")
 
 
 def _date(text: str | None) -> datetime:
@@ -129,7 +132,7 @@ def _score(tally: Tally, qtype: str, evidence: tuple[set[Any], set[str]], turns:
 
 
 def _evaluate(principal: Any, project: Any, group: Group, keys: dict[Any, tuple[str, int]],
-              tallies: dict[str, Tally], dump: IO[str] | None = None) -> None:
+              tallies: dict[str, Tally], dump: IO[str] | None = None, dump_depth: int = 0) -> None:
     from knowledge.embeddings import memo_clear
     from sessions.selectors.search import session_search
 
@@ -146,7 +149,8 @@ def _evaluate(principal: Any, project: Any, group: Group, keys: dict[Any, tuple[
             turns_ranked = [keys[e.id] for e in result.events]
             _score(tallies[mode], qtype, evidence, turns_ranked, [keys[s.session_id][0] for s in result.sessions])
             if dump is not None and mode == "hybrid":
-                dump.write(json.dumps(dump_line(principal, project, question, keys, result, evidence)) + "\n")
+                dump.write(json.dumps(dump_line(principal, project, question, keys, result, evidence,
+                                                 dump_depth)) + "\n")
         for name, ranked in _baseline_rankings(plain, question["question"]).items():
             _score(tallies[name], qtype, evidence, ranked, sessions_by_best_turn(ranked))
 
@@ -197,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
                 start = time.perf_counter()
                 project, keys = _stored(user, index) if args.reuse else _ingest(user, group, index, bar)
                 ingest_s += time.perf_counter() - start
-                _evaluate(principal, project, group, keys, tallies, dump)
+                _evaluate(principal, project, group, keys, tallies, dump, args.dump_depth)
                 bar.set_postfix_str(f"questions {sum(len(g.questions) for g in groups[:index + 1])}/{len(records)}")
     finally:
         if dump is not None:

@@ -51,6 +51,12 @@ EVENT_NEIGHBOURS: dict[str, Any] = {"fts_neighbours": 0.5, "neighbours": 0.25, "
 # open's latency), and every scope up to EXACT_ROWS is searched exactly, even one that is most of the table.
 EVENT_POOL: dict[str, Any] = {"fts_scan_cap": FTS_SCAN_CAP, "fts_postings": FTS_POSTINGS_BUDGET,
                               "walk_share": 0.0}
+# Each list's standard scores add a fiftieth of themselves to its reciprocal ranks (a row five standard deviations
+# out counts as much as a tenth place), and either list keeps at least 0.45 of its weight, unless the environment
+# sets them (`BRAIN_RETRIEVAL_STANDARD_WEIGHT`, `BRAIN_RETRIEVAL_SHARE_FLOOR`): with them hybrid was at or above its
+# better list on every figure of the five sets of docs/benchmarks.md and kept turn recall@10 over BM25 + 0.10
+# (issue 16, nineteenth step; knowledge/search.py, STANDARD_SCORES).
+EVENT_STANDARD: dict[str, Any] = {"standard_weight": 0.02, "share_floor": 0.45}
 EVENT_ORDER = RowOrder(group="session_id", position="position")
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.
 EVENT_WEIGHTS = Weights(confidence=0.0, success=0.0, recency=0.0, context=0.0, floor=0.0, max_per_type=10**6)
@@ -85,7 +91,7 @@ class SessionSearchResult:
 
 
 def event_fusion() -> Fusion:
-    defaults = {**EVENT_LENGTH_PENALTY, **EVENT_RANK_CONSTANTS, **EVENT_NEIGHBOURS, **EVENT_POOL}
+    defaults = {**EVENT_LENGTH_PENALTY, **EVENT_RANK_CONSTANTS, **EVENT_NEIGHBOURS, **EVENT_POOL, **EVENT_STANDARD}
     unset = {name: value for name, value in defaults.items() if settings.BRAIN_RETRIEVAL.get(name) is None}
     return fusion_from_settings(**EVENT_FUSION, **unset)
 

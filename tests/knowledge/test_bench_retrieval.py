@@ -156,24 +156,33 @@ def test_dialogue_records_carry_speaker_lines_and_their_own_evidence(tmp_path: P
 
 
 @pytest.mark.django_db(transaction=True)
-def test_bench_retrieval_dump_replays_to_the_engines_own_order(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                               tenant_b: Tenant) -> None:
+@pytest.mark.parametrize(("candidates", "depth"), [(None, None), (3, 50)])
+def test_bench_retrieval_dump_replays_to_the_engines_own_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], tenant_b: Tenant, settings: Any,
+        candidates: int | None, depth: int | None) -> None:
     """`--dump` writes each question's two lists with their scores; fusing them in Python (`replay_hybrid`) gives
-    the engine's hybrid events and sessions exactly, so an offline fusion experiment starts from the truth."""
+    the engine's hybrid events and sessions exactly, so an offline fusion experiment starts from the truth. Lists
+    dumped deeper than the engine's (`--dump-depth`, here 6 turns a haystack against 3 candidates) are cut back to
+    what it fused, the vector list re-ranked."""
     import gzip
 
     from brain.bench.fusion_dump import replay_hybrid
 
+    settings.BRAIN_RETRIEVAL = {**settings.BRAIN_RETRIEVAL, "candidates": candidates}
     data = tmp_path / "lme.json"
     data.write_text(json.dumps(TWO_QUESTIONS))
     dump = tmp_path / "lists.jsonl.gz"
-    bench_report(retrieval, ["--input", str(data), "--json", "--dump", str(dump)], capsys)
+    deeper = ["--dump-depth", str(depth)] if depth else []
+    bench_report(retrieval, ["--input", str(data), "--json", "--dump", str(dump), *deeper], capsys)
     with gzip.open(dump, "rt", encoding="utf-8") as fh:
         lines = [json.loads(line) for line in fh]
     assert [line["question"] for line in lines] == ["Which saxophone brand did I buy?", "Where did my sister move to?"]
     for line in lines:
         assert line["fts"] and line["vector"] and line["evidence_turns"] == [[line["evidence_sessions"][0], 0]]
         assert [r["rank"] for r in line["vector"]] == list(range(1, len(line["vector"]) + 1))
+        assert len(line["vector"]) == 6 and len(line["hybrid_turns"]) == (candidates or 6)
+        assert set(line["standard"]) == {"vector_mu", "vector_sd", "fts_mu", "fts_sd"}
+        assert all(-1.0 <= r["cosine"] <= 1.0 for r in line["fts"])
         assert all(-1.0 <= r["score"] <= 1.0 for r in line["vector"]) and all(r["score"] > 0 for r in line["fts"])
         turns, sessions = replay_hybrid(line)
         assert [list(t) for t in turns] == line["hybrid_turns"] and sessions[:10] == line["hybrid_sessions"]
