@@ -477,7 +477,8 @@ def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, mod
         "longlex": max(fusion.vector_long_lexemes, 1),
         "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
         "adaptive": fusion.adaptive and use_vec and use_fts, "ef": max(40, int(fusion.candidates)),
-        "floor": fusion.share_floor, "sw": fusion.standard_weight,
+        # A list alone keeps its own order and scores: standard scores only weigh one list against the other.
+        "floor": fusion.share_floor, "sw": fusion.standard_weight if use_vec and use_fts else 0.0,
     }
 
 

@@ -109,3 +109,14 @@ def test_the_environment_sets_the_weight_and_the_floor(settings: Any) -> None:
     settings.BRAIN_RETRIEVAL = {**settings.BRAIN_RETRIEVAL, "standard_weight": 0.0, "share_floor": 0.3}
     fusion = event_fusion()
     assert (fusion.standard_weight, fusion.share_floor) == (0.0, 0.3)
+
+
+def test_a_list_alone_keeps_its_own_scores(chat: None, tenant_a: Tenant) -> None:  # noqa: F811
+    """`mode="vector"` ranks and scores by the vector list alone (so its sessions, grouped by score, are those of
+    the list); the scope's spread is still measured and returned."""
+    fusion = _small(event_fusion())
+    found = _search(tenant_a, QUERIES[0], "vector", fusion)
+    k = fusion.rrf_k_vector or fusion.rrf_k
+    assert [c.rrf for c in found.candidates] == pytest.approx(
+        [fusion.weight_vector / (k + (c.vec_rank or 0)) for c in found.candidates])
+    assert found.standard is not None and found.standard.vector_sd > 0
