@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -28,11 +28,22 @@ def _require_owner(*, user: User, org: Org) -> None:
 
 @transaction.atomic
 def org_create(*, user: User, name: str) -> Org:
-    """A team org with the caller as its only owner."""
+    """A team org with the caller as its only owner; CONFLICT when the caller already owns a team of that name
+    (a form sent twice made two teams of one name, with one member each).
+
+    Creates take turns (an org is created rarely): the name check and the next free slug then see the create
+    before, where two at once both picked the same slug and the second ended on the unique index as a 500."""
     text_storable(name=name)
     name = " ".join((name or "").split())  # one line: it is shown in lists and mail subjects
     if not name or len(name) > ORG_NAME_MAX:
         raise ValidationFailed(f"an org name needs 1-{ORG_NAME_MAX} characters")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('org-create'))")
+    owned = Membership.objects.filter(user=user, role=Membership.Role.OWNER, org__personal_for__isnull=True,
+                                      org__name__iexact=name).select_related("org").first()
+    if owned is not None:
+        raise Conflict(f"you already own a team called {owned.org.name} (/orgs/{owned.org.slug}/); "
+                       "pick another name or use that one")
     root = (slugify(name) or "team")[: SLUG_MAX - 10]  # room for a "-<n>" suffix
     taken = set(Org.objects.filter(slug__startswith=root).values_list("slug", flat=True))
     slug, n = root, 2
