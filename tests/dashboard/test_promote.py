@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -26,7 +28,9 @@ def test_the_owner_promotes_from_the_page(client: Client, tenant_a: Tenant, tena
     client.force_login(tenant_a.user)
     detail = reverse("dash_knowledge_detail", args=[tenant_a.project.id, row.id])
     promote = reverse("dash_knowledge_promote", args=[tenant_a.project.id, row.id])
-    assert promote in client.get(detail).content.decode()
+    block = re.search(r"<details[^>]*><summary>Promote to all my projects…</summary>(.*?)</details>",
+                      client.get(detail).content.decode(), re.S)
+    assert block and promote in block.group(1) and "cannot be moved back" in block.group(1)  # it asks first
     page = client.post(promote, follow=True).content.decode()
     assert "Promoted: it now reaches every project of yours." in page and promote not in page  # no second button
     row.refresh_from_db()

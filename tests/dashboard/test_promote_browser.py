@@ -42,6 +42,7 @@ def test_promote_button_moves_the_row_to_every_project(live_server: Any, world: 
     assert RULE not in page.content()  # still the Web App's only
     page.goto(f"{base}/dashboard/{mine['project'].id}/knowledge/{row.id}/")
     assert "· project ·" in page.content()
+    page.get_by_text("Promote to all my projects…").click()  # the disclosure that says what follows
     page.get_by_role("button", name="Promote to all my projects").click()
     page.get_by_text("Promoted: it now reaches every project of yours.").wait_for()
     assert "· personal ·" in page.content()
