@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from dashboard.common import principal_of
+from dashboard.common import int_param, principal_of
 from dashboard.forms import PeerCardForm
 from knowledge.selectors.dashboard import peer_card_facts
 from knowledge.services.peer import peer_card_set
@@ -35,5 +35,8 @@ def peer_card(request: HttpRequest) -> HttpResponse:
 @login_required
 def audit_log(request: HttpRequest) -> HttpResponse:
     assert isinstance(request.user, User)
-    events = list(audit_for_owner(user=request.user)[:AUDIT_PAGE])
-    return render(request, "dashboard/audit.html", {"events": events})
+    page = int_param(request, "page")
+    start = (page - 1) * AUDIT_PAGE
+    events = list(audit_for_owner(user=request.user)[start:start + AUDIT_PAGE + 1])  # one more: is there an older page
+    return render(request, "dashboard/audit.html",
+                  {"events": events[:AUDIT_PAGE], "page": page, "more": len(events) > AUDIT_PAGE})
