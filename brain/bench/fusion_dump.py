@@ -139,12 +139,11 @@ def replay_hybrid(line: dict[str, Any]) -> tuple[list[Key], list[str]]:
 def standard_scores(line: dict[str, Any], lists: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, float]]:
     """`knowledge.search_standard` in Python: each row's standard score in each list, by id. The vector one also
     for the full-text rows the vector list did not reach (from their `cosine`); 0 over a list without spread."""
-    fusion, stats = line["fusion"], line["standard"]
-    long_lexemes, b = fusion.get("vector_long_lexemes", 0), fusion.get("vector_length_b", 0.0)
+    stats = line["standard"]
 
     def vector_z(similarity: float, lex: int) -> float:
-        penalised = similarity / (1 + b * max(max(lex, 1) / long_lexemes - 1, 0)) if long_lexemes else similarity
-        return (penalised - stats["vector_mu"]) / stats["vector_sd"] if stats["vector_sd"] else 0.0
+        return (_penalised(line["fusion"], similarity, lex) - stats["vector_mu"]) / stats["vector_sd"] \
+            if stats["vector_sd"] else 0.0
 
     vector = {r["id"]: vector_z(r["score"], r["lex"]) for r in lists["vector"]}
     vector |= {r["id"]: vector_z(r["cosine"], r["lex"]) for r in lists["fts"]
@@ -176,19 +175,20 @@ def engine_lists(line: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The two lists as the engine fused them from a line dumped at any depth: the full-text list's first
     `candidates` rows, and the vector list's `candidates` nearest rows ranked again by similarity with long rows
     penalised (`knowledge.search._vec_cte`)."""
-    fusion = line["fusion"]
-    n, long_lexemes, b = fusion["candidates"], fusion.get("vector_long_lexemes", 0), fusion.get("vector_length_b", 0)
+    n = line["fusion"]["candidates"]
     if len(line["vector"]) <= n:
         return {"vector": line["vector"], "fts": line["fts"][:n]}
-
-    def penalised(r: dict[str, Any]) -> float:
-        if not long_lexemes:
-            return float(r["score"])
-        return float(r["score"]) / (1 + b * max(max(r["lex"], 1) / long_lexemes - 1, 0))
-
     nearest = sorted(line["vector"], key=lambda r: -r["score"])[:n]
-    ranked = sorted(nearest, key=lambda r: (-penalised(r), uuid.UUID(r["id"])))
+    ranked = sorted(nearest, key=lambda r: (-_penalised(line["fusion"], r["score"], r["lex"]), uuid.UUID(r["id"])))
     return {"vector": [{**r, "rank": i} for i, r in enumerate(ranked, 1)], "fts": line["fts"][:n]}
+
+
+def _penalised(fusion: dict[str, Any], similarity: float, lex: int) -> float:
+    """A cosine similarity with long rows penalised as the vector list ranks it (`knowledge.search._vec_cte`)."""
+    long_lexemes, b = fusion.get("vector_long_lexemes", 0), fusion.get("vector_length_b", 0.0)
+    if not long_lexemes:
+        return float(similarity)
+    return float(similarity) / (1 + b * max(max(lex, 1) / long_lexemes - 1, 0))
 
 
 def _with_neighbours(rows: dict[str, dict[str, Any]], shares: dict[int, float], lexemes: int) -> None:
