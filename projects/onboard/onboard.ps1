@@ -145,7 +145,8 @@ function Set-Client {
         & claude mcp add --transport http --scope user $ServerName $McpUrl --header "Authorization: Bearer $Token"
         if ($LASTEXITCODE -ne 0) { Fail 'claude mcp add failed; see its message above' }
       } else {
-        Merge-JsonConfig (Join-Path $HOME '.claude.json') 'mcpServers' @{ type = 'http'; url = $McpUrl; headers = @{ Authorization = "Bearer $Token" } }
+        $claudeDir = if ($env:CLAUDE_CONFIG_DIR) { $env:CLAUDE_CONFIG_DIR } else { $HOME }
+        Merge-JsonConfig (Join-Path $claudeDir '.claude.json') 'mcpServers' @{ type = 'http'; url = $McpUrl; headers = @{ Authorization = "Bearer $Token" } }
       }
     }
     'cursor' { Merge-JsonConfig (Join-Path $HOME '.cursor\mcp.json') 'mcpServers' @{ url = $McpUrl; headers = @{ Authorization = $envHeader } } }

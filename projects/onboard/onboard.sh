@@ -236,9 +236,10 @@ configure_client() {
   # shellcheck disable=SC2016
   local env_header='Bearer ${env:BRAIN_MCP_TOKEN}' gemini_header='Bearer ${BRAIN_MCP_TOKEN}'
   case "$CLIENT" in
-    # Claude Code's user scope lives in ~/.claude.json (mode 0600), the same entry `claude mcp add --scope user`
-    # writes; merged here so the token never appears on a command line.
-    claude-code) merge_json "$HOME/.claude.json" mcpServers \
+    # Claude Code's user scope lives in ~/.claude.json (mode 0600), or in $CLAUDE_CONFIG_DIR when the user moved
+    # Claude Code's config there: the same entry `claude mcp add --scope user` writes; merged here so the token
+    # never appears on a command line.
+    claude-code) merge_json "${CLAUDE_CONFIG_DIR:-$HOME}/.claude.json" mcpServers \
       '{"type":"http","url":"'"$MCP_URL"'","headers":{"Authorization":"Bearer '"$TOKEN"'"}}' ;;
     cursor) merge_json "$HOME/.cursor/mcp.json" mcpServers \
       '{"url":"'"$MCP_URL"'","headers":{"Authorization":"'"$env_header"'"}}' ;;

@@ -106,6 +106,8 @@ def test_the_powershell_installer_keeps_the_users_window_and_writes_json_without
     assert not [line for line in code if "Set-Content" in line or "Get-Content -Raw -Path $Path" in line]
     native = [i for i, line in enumerate(code) if "2>$null" in line]
     assert native and all("'Continue'" in code[i - 1] and "'Stop'" in code[i + 1] for i in native)
+    # Without the claude command, Claude Code's config is merged where CLAUDE_CONFIG_DIR moved it (as onboard.sh)
+    assert any("$env:CLAUDE_CONFIG_DIR" in line and "$HOME" in line for line in code)
 
 
 def test_an_unsafe_server_url_is_refused() -> None:
@@ -284,6 +286,26 @@ def test_codex_tables_are_added_per_profile_and_a_different_one_is_refused(live_
     from sessions.models import Session as AgentSession
 
     assert not AgentSession.objects.filter(user=other["user"]).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_claude_code_moved_by_claude_config_dir_is_configured_where_it_reads(live_server: object,
+                                                                            tmp_path: Path) -> None:
+    """With CLAUDE_CONFIG_DIR set, Claude Code keeps its user-scope servers in that folder's .claude.json; the
+    entry went to ~/.claude.json, which that Claude Code never reads."""
+    url = str(live_server.url)  # type: ignore[attr-defined]
+    tenant = make_tenant("installer@i.example", "Installer App")
+    make_tenant("other@o.example", "Other App")
+    script, home = _script(tmp_path, url), tmp_path / "home"
+    moved = tmp_path / "claude-work"
+    config = _config_with_another_server(moved / ".claude.json")
+    done = _run(script, home, token=tenant["user_raw"], with_claude=False,
+                extra_env={"CLAUDE_CONFIG_DIR": str(moved)})
+    assert done.code == 0 and f"updated: {config}" in done.out, done.out + done.err
+    servers = json.loads(config.read_text())["mcpServers"]
+    assert servers["other"] == {"url": "https://x.example/mcp"} and servers["brain"]["url"] == f"{url}/mcp"
+    assert not (home / ".claude.json").exists()
 
 
 @pytest.mark.slow
