@@ -24,7 +24,13 @@ from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
 from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes, neighbour_gain
 from knowledge.search_scope import Scoped, fts_terms, scoped_read
-from knowledge.search_standard import long_row_penalty, standard_fused_ctes, standard_vec_ctes
+from knowledge.search_standard import (
+    Standard,
+    long_row_penalty,
+    standard_fused_ctes,
+    standard_vec_ctes,
+    vector_spread,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -82,18 +88,6 @@ SHAPE_HEAD = 5
 SHAPE_POWER = 1
 SHAPE_FLOOR = 0.5
 SHAPE_FTS_FULL = 16.0
-# Standard scores (`Fusion.standard_weight`). A reciprocal rank says where a row stands in its list, not how far it
-# stands out: the third row of a list whose head is one row far above the rest counts as much as the third of a flat
-# list. So each list also adds its row's standard score, clipped at 0: cosine similarity (long rows penalised)
-# against every row of the scope, BM25 against every row that matches a query term. A full-text row the vector list
-# did not reach is still scored by its cosine (its vector list term is that standard score alone), so a full-text
-# hit that means something else than the question loses to one that means it. With standard scores the per-query
-# shares come from the lists' heads in the same units: the mean standard score of each list's first SHAPE_HEAD rows
-# (the full-text one scaled by its best BM25 over SHAPE_FTS_FULL, as before). On the five sets of
-# docs/benchmarks.md (issue 16, nineteenth step) this moved the worst margin of hybrid over its better list from
-# -0.006 to 0 and kept hybrid turn recall@10 over BM25 + 0.10 on all of them. A scope too large to read exactly
-# (the HNSW walk) measures its vector scores against the rows the walk found, so there the completion adds little.
-
 # The longest search query any interface accepts (characters).
 QUERY_MAX = 2000
 # Cosine distance between unit vectors lies in [0, 2]: a `max_distance` of 2 keeps every nearest row.
@@ -170,7 +164,7 @@ class Fusion:
     # The least share of its weight either list keeps when the shares are per query (at most 2 - share_floor).
     share_floor: float = SHAPE_FLOOR
     # Each list's standard score (z: the row's score in standard deviations above the scope's mean) times this is
-    # added to the row's reciprocal rank in that list; 0: ranks alone (knowledge search). See STANDARD_SCORES.
+    # added to the row's reciprocal rank in that list; 0: ranks alone (knowledge search). knowledge/search_standard.py.
     standard_weight: float = 0.0
 
 
@@ -193,17 +187,6 @@ class CandidateSet:
     notice: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
     standard: Standard | None = None  # with standard scores (a list that did not run: 0 and 0)
-
-
-@dataclass(frozen=True)
-class Standard:
-    """What each list's standard scores were measured against: the mean and spread of the scope's similarities
-    (`vector_mu`, `vector_sd`) and of its full-text matches' BM25 scores (`fts_mu`, `fts_sd`)."""
-
-    vector_mu: float
-    vector_sd: float
-    fts_mu: float
-    fts_sd: float
 
 
 _EMPTY_VEC = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS dist WHERE false"
@@ -330,7 +313,8 @@ def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, 
     """The fusion: the vector list ranked here, the full-text list as the arrays its own statement returned;
     with `smooth`, each fused score plus a share of its found neighbours' and of the found rows two places away
     (knowledge/search_neighbours.py); with `standard` (and vectors), each list's standard scores added
-    (STANDARD_SCORES) and the scope's mean and spread of similarity returned with every row (`vec_mu`, `vec_sd`)."""
+    (knowledge/search_standard.py) and the scope's mean and spread of similarity returned with every row
+    (`vec_mu`, `vec_sd`)."""
     ranked = "fused_near" if smooth else "fused"
     if standard and use_vec:
         return f"""
@@ -426,7 +410,7 @@ def hybrid_candidates(
         _execute_fusion(cursor, statement, params, walks=use_vec and not scoped.exact, generic=smooth is None)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-    spread = _vector_spread(rows) if standard and use_vec else (0.0, 0.0)
+    spread = vector_spread(rows) if standard and use_vec else (0.0, 0.0)
     retrieval = mode if (use_vec or mode == "fts") else "fts_only"
     rrf_max = fused_max(params["wv"], params["wf"], fusion, adaptive=params["adaptive"]) * neighbour_gain(
         params["nbfused"], params["nbfar"])
@@ -495,14 +479,6 @@ def vector_literal(vector: list[float] | None) -> str | None:
     if vector is None:
         return None
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
-
-
-def _vector_spread(rows: list[dict[str, Any]]) -> tuple[float, float]:
-    """The scope's mean and spread of similarity, which the standard fusion returns with every row."""
-    mu = sd = None
-    for row in rows:
-        mu, sd = row.pop("vec_mu"), row.pop("vec_sd")
-    return float(mu or 0.0), float(sd or 0.0)
 
 
 def _candidate(row: dict[str, Any]) -> Candidate:

@@ -1,17 +1,48 @@
-"""The fusion statement's CTEs when each list adds its standard scores (`Fusion.standard_weight`, see
-`knowledge.search.STANDARD_SCORES`): the vector list with the scope's mean and spread of similarity, a cosine for
-the full-text rows the vector list did not reach, per-query shares from the lists' heads, and the fused score.
+"""Standard scores beside the ranks (`Fusion.standard_weight`; session search turns them on).
 
-The CTEs read `fts` (id, rnk, score, z) and define `vec`, `vec_stat`, `vec_z`, `fts_cos`, `conf`, `shares` and
+A reciprocal rank says where a row stands in its list, not how far it stands out: the third row of a list whose
+head is one row far above the rest counts as much as the third of a flat list. So each list also adds its row's
+standard score, clipped at 0: cosine similarity (long rows penalised) against every row of the scope, BM25 against
+every row that matches a query term. A full-text row the vector list did not reach is still scored by its own
+cosine (its vector term is that standard score alone), so a full-text hit that means something else than the
+question loses to one that means it. The per-query shares then come from the lists' heads in the same units: the
+mean standard score of each list's first SHAPE_HEAD rows (the full-text one scaled by its best BM25 over
+SHAPE_FTS_FULL, as before). On the five sets of docs/benchmarks.md (issue 16, nineteenth step) this took the worst
+margin of hybrid over its better list from -0.006 to 0 and kept hybrid turn recall@10 over BM25 + 0.10 on all of
+them. A scope too large to read exactly (the HNSW walk) measures its vector spread over the rows the walk found, so
+there the cosine of a full-text row adds little.
+
+The CTEs here read `fts` (id, rnk, score, z) and define `vec`, `vec_stat`, `vec_z`, `fts_cos`, `conf`, `shares` and
 `fused`, whose columns are those of the rank-only fusion (`knowledge.search._sql`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from knowledge.search import Scope
+
+
+@dataclass(frozen=True)
+class Standard:
+    """What each list's standard scores were measured against: the mean and spread of the scope's similarities
+    (`vector_mu`, `vector_sd`) and of its full-text matches' BM25 scores (`fts_mu`, `fts_sd`)."""
+
+    vector_mu: float
+    vector_sd: float
+    fts_mu: float
+    fts_sd: float
+
+
+def vector_spread(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """The scope's mean and spread of similarity, which the standard fusion returns with every row."""
+    mu = sd = None
+    for row in rows:
+        mu, sd = row.pop("vec_mu"), row.pop("vec_sd")
+    return float(mu or 0.0), float(sd or 0.0)
+
 
 # The rows the vector list may rank: those embedded by the query's model.
 _VECTOR_ROWS = "t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s"

@@ -55,7 +55,7 @@ EVENT_POOL: dict[str, Any] = {"fts_scan_cap": FTS_SCAN_CAP, "fts_postings": FTS_
 # out counts as much as a tenth place), and either list keeps at least 0.45 of its weight, unless the environment
 # sets them (`BRAIN_RETRIEVAL_STANDARD_WEIGHT`, `BRAIN_RETRIEVAL_SHARE_FLOOR`): with them hybrid was at or above its
 # better list on every figure of the five sets of docs/benchmarks.md and kept turn recall@10 over BM25 + 0.10
-# (issue 16, nineteenth step; knowledge/search.py, STANDARD_SCORES).
+# (issue 16, nineteenth step; knowledge/search_standard.py).
 EVENT_STANDARD: dict[str, Any] = {"standard_weight": 0.02, "share_floor": 0.45}
 EVENT_ORDER = RowOrder(group="session_id", position="position")
 # Events carry no confidence or outcomes; only recency may nudge them, and by default it does not.

@@ -1,4 +1,4 @@
-"""Session search's standard scores (knowledge/search.py, STANDARD_SCORES), held to an oracle written here: each
+"""Session search's standard scores (knowledge/search_standard.py), held to an oracle written here: each
 list's mean and spread measured over tenant A's whole scope (numpy over the stored vectors, the BM25 oracle of
 test_search_exact_oracle), a full-text row the vector list did not reach scored by its own cosine, and the fused
 score of every candidate recomputed in Python. Tenant B's near-identical rows must change none of it."""
