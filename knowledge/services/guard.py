@@ -43,7 +43,10 @@ def guard_rule_add(
     *, owner: User, project: Project | None, kind: str, pattern: str, text: str,
     severity: str = GuardSeverity.BLOCK, alternative: str = "", source: str = "taught",
 ) -> KnowledgeItem:
-    """Stores one guard rule: its text as a knowledge item of type `guard`, its pattern beside it."""
+    """Stores one guard rule: its text as a knowledge item of type `guard`, its pattern beside it. The owner's
+    live rule of the same kind and pattern in that scope is not stored twice (the same correction said twice made
+    two rules that answered every check twice): it takes the new severity, and the new alternative when one is
+    given, and is returned."""
     text_storable(kind=kind, pattern=pattern, text=text, severity=severity, alternative=alternative)
     _check_pattern(kind, pattern)
     if severity not in GuardSeverity.values:
@@ -51,11 +54,38 @@ def guard_rule_add(
     draft = KnowledgeDraft(content=text, type=KnowledgeType.GUARD, trigger=pattern, rationale=alternative,
                            tags=[f"guard:{kind}"], source=source, confidence=1.0)
     with transaction.atomic():
-        item = knowledge_create(owner=owner, project=project, draft=draft)
-        GuardPattern.objects.create(knowledge=item, kind=kind, pattern=pattern.strip(), severity=severity,
-                                    alternative=alternative.strip())
-    log_op(logger, "guard.rule_add", kind=kind, severity=severity, project=str(project.id)[:8] if project else None)
+        same = _same_guard(owner=owner, project=project, kind=kind, pattern=pattern.strip())
+        if same is not None:
+            _restated(same, severity=severity, alternative=alternative.strip())
+            item = same.knowledge
+        else:
+            item = knowledge_create(owner=owner, project=project, draft=draft)
+            GuardPattern.objects.create(knowledge=item, kind=kind, pattern=pattern.strip(), severity=severity,
+                                        alternative=alternative.strip())
+    log_op(logger, "guard.rule_add", kind=kind, severity=severity, project=str(project.id)[:8] if project else None,
+           restated=same is not None)
     return item
+
+
+def _same_guard(*, owner: User, project: Project | None, kind: str, pattern: str) -> GuardPattern | None:
+    """The owner's live rule of this kind and pattern in this scope, locked. The same rule added twice at once takes
+    turns (both found none and both stored one), and a delete committed meanwhile is seen."""
+    key = f"guard:{owner.pk}:{project.pk if project else ''}:{kind}:{pattern}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
+    return (GuardPattern.objects.select_for_update().select_related("knowledge")
+            .filter(kind=kind, pattern=pattern, knowledge__owner=owner, knowledge__project=project,
+                    knowledge__deleted_at__isnull=True, knowledge__superseded_by__isnull=True).first())
+
+
+def _restated(rule: GuardPattern, *, severity: str, alternative: str) -> None:
+    """A rule said again: the newer severity, the newer alternative when there is one."""
+    changed = [name for name, value in (("severity", severity), ("alternative", alternative))
+               if value and getattr(rule, name) != value]
+    for name in changed:
+        setattr(rule, name, severity if name == "severity" else alternative)
+    if changed:
+        rule.save(update_fields=[*changed, "updated_at"])
 
 
 def guard_alternative_set(*, rule: GuardPattern, alternative: str) -> None:
