@@ -95,16 +95,23 @@ def learning_clean(item: Any) -> dict[str, Any]:
 
 
 def learnings_validate(items: list[Any] | None) -> LearningsVerdict:
-    """The first five learnings are judged one by one; the rest and the invalid ones are dropped with a reason."""
+    """The first five learnings are judged one by one; the rest and the invalid ones are dropped with a reason.
+    Past the first five, MAX_LEARNINGS more are named one by one and the rest in one entry: a close that sent
+    half a million items (a megabyte of `0,`) got as many reasons back and stored them with the session."""
     verdict = LearningsVerdict()
-    for index, item in enumerate(items or []):
-        if index >= MAX_LEARNINGS:
-            verdict.dropped.append({"index": index, "reason": f"only the first {MAX_LEARNINGS} learnings are kept"})
-            continue
+    items = items or []
+    for index, item in enumerate(items[:MAX_LEARNINGS]):
         try:
             verdict.accepted.append((index, learning_clean(item)))
         except ValueError as exc:
             verdict.dropped.append({"index": index, "reason": str(exc)})
+    kept = f"only the first {MAX_LEARNINGS} learnings are kept"
+    named = items[MAX_LEARNINGS:2 * MAX_LEARNINGS]
+    verdict.dropped += [{"index": MAX_LEARNINGS + n, "reason": kept} for n in range(len(named))]
+    rest = len(items) - 2 * MAX_LEARNINGS
+    if rest > 0:
+        verdict.dropped.append({"index": 2 * MAX_LEARNINGS,
+                                "reason": f"{kept}: this one and the {rest - 1} after it were not read"})
     return verdict
 
 

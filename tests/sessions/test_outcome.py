@@ -115,6 +115,20 @@ def test_no_ask_back_when_learnings_were_sent_even_if_all_were_dropped(tenant_a:
     assert quiet.hint == HINT_STRONG
 
 
+def test_a_flood_of_learnings_gets_a_short_answer_and_a_short_record(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """A megabyte of learnings (half a million items) was as many reasons in the answer and in the stored close."""
+    session = session_open(principal=tenant_a.principal).session
+    good = {"trigger": "when adding forms", "rule": "use react-hook-form with zod", "rationale": "team standard"}
+    result = session_report_outcome(principal=tenant_a.principal, session_id=str(session.id),
+                                    report=OutcomeReport(success=True, learnings=[good] * 3 + [0] * 100_000))
+    assert [a.index for a in result.learnings_accepted] == [0, 1, 2]
+    assert [d.index for d in result.learnings_dropped] == [3, 4, 5, 6, 7, 8, 9, 10]
+    assert "the 99992 after it were not read" in result.learnings_dropped[-1].reason
+    session.refresh_from_db()
+    assert len(session.outcome["result"]["learnings"]["dropped"]) == 8
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+
+
 def test_learnings_validated_one_by_one(tenant_a: Tenant) -> None:
     session = session_open(principal=tenant_a.principal).session
     good = {"trigger": "when adding forms", "rule": "use react-hook-form with zod", "rationale": "team standard",
