@@ -183,3 +183,11 @@ def insert_together(objs: Sequence[Model]) -> None:
     for obj in objs:
         obj._state.adding = False
         obj._state.db = connection.alias
+
+
+def xact_lock(key: str) -> None:
+    """Holds a PostgreSQL advisory lock named by `key` until the current transaction ends: writers that must not
+    interleave (two creates of one name, two first calls of one session) take turns, and the second sees what the
+    first committed."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])

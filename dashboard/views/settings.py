@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from brain.paging import page_slice
 from dashboard.common import int_param, principal_of
 from dashboard.forms import PeerCardForm
 from knowledge.selectors.dashboard import peer_card_facts
@@ -36,7 +37,5 @@ def peer_card(request: HttpRequest) -> HttpResponse:
 def audit_log(request: HttpRequest) -> HttpResponse:
     assert isinstance(request.user, User)
     page = int_param(request, "page")
-    start = (page - 1) * AUDIT_PAGE
-    events = list(audit_for_owner(user=request.user)[start:start + AUDIT_PAGE + 1])  # one more: is there an older page
-    return render(request, "dashboard/audit.html",
-                  {"events": events[:AUDIT_PAGE], "page": page, "more": len(events) > AUDIT_PAGE})
+    events, more = page_slice(audit_for_owner(user=request.user), page, AUDIT_PAGE)
+    return render(request, "dashboard/audit.html", {"events": events, "page": page, "more": more})

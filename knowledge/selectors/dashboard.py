@@ -14,6 +14,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from brain.errors import NotFound
+from brain.paging import page_slice
 from knowledge.models import (
     Contradiction,
     HealthSnapshot,
@@ -86,9 +87,7 @@ def knowledge_list(
         qs = qs.filter(confidence__gte=filters.min_confidence)
     if filters.source:
         qs = qs.filter(source=filters.source)
-    start = (max(page, 1) - 1) * PAGE
-    rows = list(qs.defer("embedding", "search_vector").order_by("-created_at", "-id")[start:start + PAGE + 1])
-    return rows[:PAGE], len(rows) > PAGE
+    return page_slice(qs.defer("embedding", "search_vector").order_by("-created_at", "-id"), page, PAGE)
 
 
 def knowledge_sources(*, principal: Principal, project: Project) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from brain.paging import page_slice
 from knowledge.guard_models import GuardDecision
 from projects.models import Project
 from projects.scope import Principal
@@ -21,6 +22,4 @@ def guard_decisions_list(*, principal: Principal, project: Project, page: int = 
         rows = rows.filter(allowed=True).exclude(warnings=[])
     elif only == "allowed":
         rows = rows.filter(allowed=True, warnings=[])
-    start = (max(page, 1) - 1) * PAGE
-    found = list(rows.order_by("-created_at")[start: start + PAGE + 1])
-    return found[:PAGE], len(found) > PAGE
+    return page_slice(rows.order_by("-created_at"), page, PAGE)

@@ -9,7 +9,7 @@ from django.db import connection, transaction
 
 from brain.errors import ValidationFailed
 from brain.logs import log_op
-from brain.sql_rows import ASYNC_COMMIT_CALL
+from brain.sql_rows import ASYNC_COMMIT_CALL, xact_lock
 from brain.text import text_storable
 from knowledge.guard_models import (
     GUARD_ACTION_MAX,
@@ -71,8 +71,7 @@ def _same_guard(*, owner: User, project: Project | None, kind: str, pattern: str
     """The owner's live rule of this kind and pattern in this scope, locked. The same rule added twice at once takes
     turns (both found none and both stored one), and a delete committed meanwhile is seen."""
     key = f"guard:{owner.pk}:{project.pk if project else ''}:{kind}:{pattern}"
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
+    xact_lock(key)
     return (GuardPattern.objects.select_for_update().select_related("knowledge")
             .filter(kind=kind, pattern=pattern, knowledge__owner=owner, knowledge__project=project,
                     knowledge__deleted_at__isnull=True, knowledge__superseded_by__isnull=True).first())
@@ -80,10 +79,10 @@ def _same_guard(*, owner: User, project: Project | None, kind: str, pattern: str
 
 def _restated(rule: GuardPattern, *, severity: str, alternative: str) -> None:
     """A rule said again: the newer severity, the newer alternative when there is one."""
-    changed = [name for name, value in (("severity", severity), ("alternative", alternative))
-               if value and getattr(rule, name) != value]
-    for name in changed:
-        setattr(rule, name, severity if name == "severity" else alternative)
+    changed = {name: value for name, value in (("severity", severity), ("alternative", alternative))
+               if value and getattr(rule, name) != value}
+    for name, value in changed.items():
+        setattr(rule, name, value)
     if changed:
         rule.save(update_fields=[*changed, "updated_at"])
 

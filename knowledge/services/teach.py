@@ -8,10 +8,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from brain.errors import ValidationFailed
 from brain.logs import log_op
+from brain.sql_rows import xact_lock
 from brain.text import text_storable
 from knowledge.models import (
     RATIONALE_MAX,
@@ -80,8 +81,7 @@ def _same_rule(*, principal: Principal, project: Project | None, draft: Knowledg
     # The same rule taught twice at once takes turns (both found no row and both stored one), and the row found is
     # locked: a delete committed meanwhile is seen, so a rule is never reaffirmed into a deleted row.
     key = f"teach:{principal.user.pk}:{project.pk if project else ''}:{draft.type}:{words.lower()}"
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
+    xact_lock(key)
     rows = KnowledgeItem.objects.select_for_update().filter(
         owner=principal.user, project=project, type=draft.type, deleted_at__isnull=True, superseded_by__isnull=True,
     ).exclude(review_status=ReviewStatus.REJECTED)  # taught again after a rejection: a new row for a new review

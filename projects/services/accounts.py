@@ -10,11 +10,12 @@ from django.conf import settings
 from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
 from brain.errors import Conflict, NotFound, ValidationFailed
+from brain.sql_rows import xact_lock
 from brain.text import text_storable
 from projects.models import (
     PROJECT_NAME_MAX,
@@ -83,8 +84,7 @@ def user_create(*, email: str, password: str | None = None, is_staff: bool = Fal
 
 def _user_insert(email: str, password: str | None, is_staff: bool) -> User:
     user = User.objects.create_user(email, password, is_staff=is_staff, is_superuser=is_staff)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('personal-org-create'))")
+    xact_lock("personal-org-create")
     taken = set(Org.objects.filter(slug__startswith="personal-").values_list("slug", flat=True))
     org = Org.objects.create(
         name=email, slug=_unique_slug(f"personal-{email.split('@')[0]}", taken), personal_for=user
@@ -115,8 +115,7 @@ def _creates_serialized(org: Org) -> None:
     slug from committed rows and met the other's uncommitted one, again and again: after three rounds the
     unique slug index answered 500 (`brain bench fuzz`, 20,000 REST cases, 4-8 clients). A create is rare;
     waiting for the one before costs milliseconds and makes the lookup see it."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"project-create:{org.pk}"])
+    xact_lock(f"project-create:{org.pk}")
 
 
 def project_ensure_named(

@@ -8,11 +8,12 @@ from datetime import timedelta
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
 from brain.errors import Conflict, ForbiddenProject, NotFound, ValidationFailed
+from brain.sql_rows import xact_lock
 from brain.text import text_storable
 from projects.models import ORG_NAME_MAX, SLUG_MAX, AuditAction, Invitation, Membership, Org, User
 from projects.selectors.accounts import token_digest
@@ -37,8 +38,7 @@ def org_create(*, user: User, name: str) -> Org:
     name = " ".join((name or "").split())  # one line: it is shown in lists and mail subjects
     if not name or len(name) > ORG_NAME_MAX:
         raise ValidationFailed(f"an org name needs 1-{ORG_NAME_MAX} characters")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('org-create'))")
+    xact_lock("org-create")
     owned = Membership.objects.filter(user=user, role=Membership.Role.OWNER, org__personal_for__isnull=True,
                                       org__name__iexact=name).select_related("org").first()
     if owned is not None:

@@ -15,6 +15,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from brain.errors import NotFound
+from brain.paging import page_slice
 from knowledge.models import KnowledgeItem, Proposal
 from projects.models import Project
 from projects.scope import Principal
@@ -44,9 +45,7 @@ def sessions_list(
         used=Count("applications", filter=Q(applications__role=ApplicationRole.USED_REPORTED)),
         duration=F("ended_at") - F("started_at"),
     ).defer("outcome")
-    start = (max(page, 1) - 1) * PAGE
-    rows = list(qs.order_by("-started_at", "-id")[start:start + PAGE + 1])
-    return rows[:PAGE], len(rows) > PAGE
+    return page_slice(qs.order_by("-started_at", "-id"), page, PAGE)
 
 
 def session_clients(*, principal: Principal, project: Project) -> list[str]:

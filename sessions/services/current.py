@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from brain.errors import Conflict, ValidationFailed
 from brain.logs import log_op
+from brain.sql_rows import xact_lock
 from brain.text import text_storable
 from knowledge.models import KnowledgeItem
 from knowledge.services.knowledge_vectors import TASK_TAG_PREFIX
@@ -49,8 +50,7 @@ def task_tag(session: Session) -> str:
 
 def _lock(*keys: object) -> None:
     # One current session per (user, project), even when two first calls race.
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ["cognibrain:" + ":".join(map(str, keys))])
+    xact_lock("cognibrain:" + ":".join(map(str, keys)))
 
 
 def _repo_project(principal: Principal, repo: str) -> Project:

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from brain.broker import Message, no_mark, send_quick, send_soon
 from brain.logs import log_op
+from brain.sql_rows import xact_lock
 from knowledge.guard_models import DreamRun
 from knowledge.models import KnowledgeItem
 from knowledge.nightly import NightlyScope
@@ -69,8 +70,7 @@ def dream_queue_if_due(*, owner: User, scope: NightlyScope, now: datetime | None
     the caller."""
     instant = now or timezone.now()
     with transaction.atomic():
-        with connection.cursor() as cur:  # once per scope per hour, even when two sessions end together
-            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ["dream:" + scope.key])
+        xact_lock("dream:" + scope.key)  # once per scope per hour, even when two sessions end together
         decision = dream_due(scope=scope, now=instant)
         if decision.due:
             run = DreamRun.objects.create(owner=owner, scope=scope.key, reason=decision.reason)
