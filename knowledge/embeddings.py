@@ -103,6 +103,25 @@ def session_options(ort: Any, threads: int = 0) -> Any:
     return options
 
 
+_narrow_sessions: dict[Path, Any] = {}
+_narrow_lock = threading.Lock()  # not `_lock`: `get_embedder` holds that one while it builds an embedder
+
+
+def narrow_session(path: Path) -> Any:
+    """The process's one single-threaded session of the model file at `path`, shared by the embedder the requests
+    use and the vector batchers' one: a run is served from the weights the previous run left in the CPU's caches
+    (with a session each, a query embedded after the batcher ran took 1.64-2.12 ms p50 against 1.49-1.55 shared:
+    docs/benchmarks.md, issue 17, twenty-fifth pass)."""
+    import onnxruntime as ort
+
+    from knowledge.local_model import inference_session
+
+    with _narrow_lock:
+        if path not in _narrow_sessions:
+            _narrow_sessions[path] = inference_session(path, session_options(ort, 1))
+        return _narrow_sessions[path]
+
+
 class LocalEmbedder:
     """MiniLM with int8 products on onnxruntime; thread-safe (onnxruntime sessions may be shared across threads)."""
 
@@ -126,7 +145,7 @@ class LocalEmbedder:
         # per second of one two-thread run, docs/benchmarks.md, sixth pass). One text (a query) longer than
         # NARROW_TOKENS uses every core through its own session, except in the background, where every run stays on
         # a lowered-priority thread.
-        self._narrow = inference_session(path, session_options(ort, 1))
+        self._narrow = narrow_session(path)
         self._session = self._narrow if cores == 1 or background else inference_session(
             path, session_options(ort, cores))
         self._background = background
