@@ -14,6 +14,7 @@ from django.db.models.functions import Least
 from pgvector.django import CosineDistance
 
 from brain.logs import log_op
+from brain.sql_rows import xact_lock
 from knowledge.models import KnowledgeItem, ReviewStatus
 from knowledge.services.create import KnowledgeDraft, _validate, embed_or_none, knowledge_embedding_text
 from knowledge.services.review import review_status_for
@@ -76,6 +77,12 @@ def _twin(
     return rows.filter(content__iexact=draft.content.strip()).order_by("created_at").first()
 
 
+def absorb_turn(owner: User) -> None:
+    """Until the transaction ends, the owner's other absorbs wait: each looks for its twin among rows the other has
+    committed (two imports of one file at once both found none and stored every rule twice)."""
+    xact_lock(f"knowledge-absorb:{owner.pk}")
+
+
 ScopedDraft = tuple[Project | None, KnowledgeDraft]
 
 
@@ -113,6 +120,7 @@ def knowledge_absorb(
     result = AbsorbResult()
     review_of = _review_lookup(owner)
     with transaction.atomic():
+        absorb_turn(owner)
         for i, (project, draft) in enumerate(drafts):
             vector = vectors[i] if vectors else None
             # The owner's personal rows and those of the project the draft goes to (or the one given for all):

@@ -33,7 +33,7 @@ from knowledge.models import (
     TRIGGER_MAX,
     KnowledgeItem,
 )
-from knowledge.services.absorb import knowledge_absorb
+from knowledge.services.absorb import absorb_turn, knowledge_absorb
 from knowledge.services.create import KnowledgeDraft
 from knowledge.services.imports_restore import restore_rows
 from projects.models import Project
@@ -98,6 +98,8 @@ def _absorb_rules(principal: Principal, project: Project | None, rules: list[Par
             continue
         seen[key] = rule.line
         todo.append((i, draft))
+    if todo:
+        absorb_turn(principal.user)  # before the lookup of identical rows: a concurrent import's are then committed
     stored = _stored(principal, project, [d for _, d in todo])
     fresh = [(i, d) for i, d in todo if (d.type, d.content) not in stored]
     for i, d in todo:

@@ -18,6 +18,7 @@ from brain.errors import ValidationFailed
 from knowledge.importing.receipts import CREATED, SKIPPED, RuleReceipt, excerpt
 from knowledge.importing.types import ParsedRule
 from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.services.absorb import absorb_turn
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from projects.models import Project
 from projects.scope import Principal
@@ -92,6 +93,7 @@ def restore_rows(*, principal: Principal, project: Project | None, rules: list[P
     cache: dict[str, Project] = {}
     placed = [(_project_of(principal, project, r, cache), r) for r in rules]
     exported = {str(r.restore.get("id")) for r in rules if r.restore.get("id")}
+    absorb_turn(principal.user)  # a concurrent restore of the same export commits first; its rows are then `have`
     have = _existing(principal, placed)
     receipts: dict[int, RuleReceipt] = {}
     batches: dict[Project | None, list[int]] = defaultdict(list)
