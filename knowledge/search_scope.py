@@ -4,6 +4,9 @@ otherwise), whether the scope is searched exactly, and the full-text candidate t
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,17 +46,63 @@ def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusio
     # Counting reads every row of the scope (7 ms at 10,000 knowledge rows): not for one whose projects' own shares
     # in the statistics already make it most of the table (an unlisted project's share is only an average).
     walks = stats.listed(scope.project_ids) and _mostly_the_table(estimate, stats.rows, fusion)
-    counting = limit > 0 and estimate <= 4 * limit and not walks
+    key = _scope_key(table, scope, limit)
+    counting = limit > 0 and estimate <= 4 * limit and not walks and not _LARGE.holds(key)
     extra = (f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
              if counting else "NULL")
     cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s)), {extra}",
                    {**scope.params, "qtext": query})
     lexemes, counted = cursor.fetchone()
     if counted is None:
-        return Scoped(stats, estimate, False, list(lexemes))
+        return Scoped(stats, max(estimate, float(limit + 1)) if _LARGE.holds(key) else estimate, False, list(lexemes))
     if counted > limit:
+        _LARGE.remember(key)
         return Scoped(stats, max(estimate, float(counted)), False, list(lexemes))
     return Scoped(stats, float(counted), not _mostly_the_table(counted, stats.rows, fusion), list(lexemes))
+
+
+class _LargeScopes:
+    """Scopes a count found above the exact limit, for LARGE_FOR_S seconds per process. Counting one reads limit + 1
+    of its rows through the scope's index and their heap pages (12 ms for a project of 30,000 rows among 230,000,
+    docs/benchmarks.md, issue 17, twenty-fifth pass), and all it tells is "too many to search exactly". A smaller
+    scope is counted on every search: its count is BM25's row count, which a write must change at once."""
+
+    def __init__(self) -> None:
+        self._until: OrderedDict[tuple[Any, ...], float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def holds(self, key: tuple[Any, ...]) -> bool:
+        with self._lock:
+            until = self._until.get(key)
+            if until is not None and until < time.monotonic():
+                del self._until[key]
+                return False
+            return until is not None
+
+    def forget(self) -> None:
+        with self._lock:
+            self._until.clear()
+
+    def remember(self, key: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._until[key] = time.monotonic() + LARGE_FOR_S
+            self._until.move_to_end(key)
+            while len(self._until) > LARGE_SCOPES_MAX:
+                self._until.popitem(last=False)
+
+
+LARGE_FOR_S = 60.0
+LARGE_SCOPES_MAX = 4096
+_LARGE = _LargeScopes()
+
+
+def forget_large() -> None:
+    """Forget which scopes were found large (tests; a benchmark that reloads its rows)."""
+    _LARGE.forget()
+
+
+def _scope_key(table: str, scope: Scope, limit: int) -> tuple[Any, ...]:
+    return (table, scope.sql, limit, *sorted((name, repr(value)) for name, value in scope.params.items()))
 
 
 def _mostly_the_table(rows: float, table_rows: float, fusion: Fusion) -> bool:

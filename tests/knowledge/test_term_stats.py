@@ -7,8 +7,9 @@ from dataclasses import replace
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from knowledge import term_stats
+from knowledge import search_scope, term_stats
 from knowledge.models import KnowledgeItem
 from knowledge.search import FTS_POSTINGS_BUDGET, Fusion, hybrid_candidates
 from knowledge.search_scope import FTS_SCAN_CAP, WALKED_SCAN_CAP, Scoped, fts_terms, scoped_read
@@ -199,3 +200,34 @@ def test_a_scope_too_large_to_count_walks_the_index_with_its_own_settings(
     # Both searches ran one prepared statement of this connection; the second saw only its own caller's rows.
     assert {c.id for c in theirs.candidates} <= set(KnowledgeItem.objects.filter(owner=tenant_b.user)
                                                     .values_list("id", flat=True))
+
+
+def _counts(tenant: Tenant, fusion: Fusion) -> tuple[Scoped, int]:
+    with CaptureQueriesContext(connection) as queries:
+        scoped = _scoped(tenant, fusion)
+    return scoped, sum("count(*)" in q["sql"] for q in queries.captured_queries)
+
+
+def test_a_scope_counted_above_the_exact_limit_is_not_counted_again_for_a_while(
+    tenant_a: Tenant, tenant_b: Tenant, analysed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a scope reads up to the limit's rows (12 ms for a project of 30,000 among 230,000) to learn only that
+    it is too large to search exactly: once learnt, the next searches skip it for LARGE_FOR_S. A scope at or under the
+    limit is counted every time, since its count is BM25's row count and must follow every write."""
+    small_limit = Fusion(exact_rows=100, walk_share=0.0)  # statistics put A at 121 rows: at most 4x, so counted
+    first, counted = _counts(tenant_a, small_limit)
+    assert counted == 1 and not first.exact and first.rows == pytest.approx(121, abs=2)
+    again, counted = _counts(tenant_a, small_limit)
+    assert counted == 0 and not again.exact and again.rows == first.rows
+    assert _counts(tenant_a, replace(small_limit, exact_rows=1000))[1] == 1  # another limit: its own count
+    # Tenant B's scope under the same limit (3 rows) is its own: counted every time, and sees none of A's rows.
+    for _ in range(2):
+        theirs, counted = _counts(tenant_b, small_limit)
+        assert counted == 1 and theirs.exact and theirs.rows == 3
+    knowledge_create_many(owner=tenant_b.user, project=tenant_b.project,
+                          drafts=[KnowledgeDraft("Deploy the canary first", type="rule")])
+    assert _scoped(tenant_b, small_limit).rows == 4  # a write shows in the next count
+    monkeypatch.setattr(search_scope, "LARGE_FOR_S", 0.0)
+    search_scope.forget_large()
+    assert _counts(tenant_a, small_limit)[1] == 1  # forgotten (or expired): counted again
+    assert _counts(tenant_a, small_limit)[1] == 1  # and with no time to hold, every time
