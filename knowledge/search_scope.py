@@ -111,6 +111,36 @@ def _mostly_the_table(rows: float, table_rows: float, fusion: Fusion) -> bool:
     return fusion.walk_share > 0 and rows > fusion.exact_floor and rows >= fusion.walk_share * table_rows
 
 
+# How many entries of the scope's own index cost what one visit of a matching row costs. The full-text pool reads
+# either the scope's index into a bitmap (one entry a row of the scope) or, fenced, the term matches one by one until
+# `cap` of them pass the scope (about cap / share visits). Measured at 100,000-row projects among 130,000-330,000
+# rows: the fence won at rows x share of 77,000 and 43,000 (9.2 -> 5.1 and 11.0 -> 6.2 ms), lost at 30,000 (12.0 ->
+# 13.6) and below (7 -> 14 ms at 6,900): docs/benchmarks.md, issue 17, twenty-fifth pass.
+INDEX_ENTRIES_PER_VISIT = 200
+
+
+def pool_fenced(scoped: Scoped, cap: int) -> bool:
+    """Whether the full-text pool reads the term matches first and filters them by the scope (see
+    `scope_matching`): a scope too large to search exactly that holds so much of the table that
+    finding `cap` of its rows among the matches costs less than listing all of its rows from its own index."""
+    if scoped.exact or scoped.stats.rows <= 0:
+        return False
+    share = min(1.0, scoped.rows / scoped.stats.rows)
+    return scoped.rows * share >= cap * INDEX_ENTRIES_PER_VISIT
+
+
+def scope_matching(table: str, scope: Scope, tsquery: str, *, fenced: bool) -> str:
+    """The FROM and WHERE of the scope's rows matching `tsquery`, as the alias `t`. `fenced`: the term index's
+    matches are read first and the scope filters them (OFFSET 0 keeps the planner from pushing the scope into that
+    read), for a scope that holds most of what it matches (`pool_fenced`); otherwise the planner also reads the
+    scope's own index into a bitmap of all its rows, 4.9 ms for a project of 100,000 (docs/benchmarks.md, issue 17,
+    twenty-fifth pass)."""
+    if fenced:
+        return (f"(SELECT * FROM {table} t WHERE t.search_vector @@ {tsquery} OFFSET 0) t "  # noqa: S608
+                f"WHERE {scope.sql}")
+    return f"{table} t WHERE {scope.sql} AND t.search_vector @@ {tsquery}"
+
+
 def fts_terms(scoped: Scoped, fusion: Fusion) -> dict[str, Any]:
     """The query's lexemes (all of them score), the ones that generate candidates (all of them in a small
     scope, else the rarer ones), the pool cap, and each lexeme's estimated rows in the scope, which stands

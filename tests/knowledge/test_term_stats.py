@@ -231,3 +231,33 @@ def test_a_scope_counted_above_the_exact_limit_is_not_counted_again_for_a_while(
     search_scope.forget_large()
     assert _counts(tenant_a, small_limit)[1] == 1  # forgotten (or expired): counted again
     assert _counts(tenant_a, small_limit)[1] == 1  # and with no time to hold, every time
+
+
+@pytest.mark.parametrize(("rows", "table_rows", "fenced"), [
+    (100_000, 130_000, True), (100_000, 230_000, True),  # where reading the term matches first won (benchmarks)
+    (100_000, 330_000, False), (30_000, 130_000, False), (30_000, 230_000, False),  # where it lost
+])
+def test_the_pool_reads_the_term_matches_first_only_for_a_scope_holding_most_of_them(
+    rows: int, table_rows: int, fenced: bool
+) -> None:
+    scoped = Scoped(TermStats(rows=table_rows), float(rows), False, ["deploy"])
+    assert search_scope.pool_fenced(scoped, 200) is fenced
+    assert not search_scope.pool_fenced(replace(scoped, exact=True), 200)  # a small scope is read whole anyway
+
+
+def test_a_pool_read_from_the_term_matches_first_keeps_to_the_scope(
+    tenant_a: Tenant, tenant_b: Tenant, analysed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tenant B's three kubernetes rules match the query as well as tenant A's: read from the term index first,
+    the pool must still drop them, and score A's rows as the scope-first read does."""
+    monkeypatch.setattr(search_scope, "INDEX_ENTRIES_PER_VISIT", 10**9)
+    scope_first = _fts_scored(tenant_a, "deploy kubernetes helm", 1000)
+    monkeypatch.setattr(search_scope, "INDEX_ENTRIES_PER_VISIT", 0)
+    with CaptureQueriesContext(connection) as queries:
+        matches_first = _fts_scored(tenant_a, "deploy kubernetes helm", 1000)
+    assert any("OFFSET 0" in q["sql"] for q in queries.captured_queries)
+    assert matches_first == pytest.approx(scope_first) and len(matches_first) == 121
+    mine = set(KnowledgeItem.objects.filter(owner=tenant_a.user).values_list("content", flat=True))
+    assert set(matches_first) <= mine
+    theirs = _fts_scored(tenant_b, "deploy kubernetes helm", 1000)
+    assert set(theirs) == {f"Deploy to kubernetes with helm chart version {n}" for n in range(3)}
