@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--web-workers", type=int, default=2, help="web server processes (brain serve's default)")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--other-rows", type=int, default=0,
+                        help="rows of other projects in the same table (a brain of many projects; default 0)")
+    parser.add_argument("--other-projects", type=int, default=300, help="how many projects hold --other-rows")
 
 
 def _counts(text: str) -> list[int]:
@@ -118,7 +121,20 @@ async def _client(url: str, raw: str, prompts: list[str], out: dict[str, list[fl
         await http.delete(url, headers=headers)
 
 
-def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int) -> dict[str, float]:
+def _other_projects(user: Any, args: argparse.Namespace) -> list[tuple[Any, int]]:
+    """(project, rows) for `--other-rows` spread evenly over `--other-projects` projects of the bench user."""
+    from projects.services.accounts import project_ensure_named
+
+    if args.other_rows <= 0:
+        return []
+    count = max(1, min(args.other_projects, args.other_rows))
+    share, extra = divmod(args.other_rows, count)
+    return [(project_ensure_named(user=user, name=f"other {n}")[0], share + (1 if n < extra else 0))
+            for n in range(count)]
+
+
+def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int,
+               others: Sequence[tuple[Any, int]] = ()) -> dict[str, float]:
     from django.db import connection
 
     from knowledge.embeddings import embed_texts
@@ -130,7 +146,10 @@ def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int)
         cursor.execute("DROP INDEX IF EXISTS knowledge_embedding_hnsw")
         cursor.execute("DROP INDEX IF EXISTS knowledge_search_gin")
         start = time.perf_counter()
-        _load(cursor.cursor, user.id, project.id, rules, np.array(vectors, dtype=np.float32), count, model, seed)
+        matrix = np.array(vectors, dtype=np.float32)
+        _load(cursor.cursor, user.id, project.id, rules, matrix, count, model, seed)
+        for n, (other, rows) in enumerate(others, start=1):
+            _load(cursor.cursor, user.id, other.id, rules, matrix, rows, model, seed + n)
         load_s = time.perf_counter() - start
         cursor.execute("SET maintenance_work_mem = '1GB'")
         start = time.perf_counter()
@@ -195,9 +214,10 @@ def _drive(url: str, args: argparse.Namespace, clients: int, raw: str,
 def run(args: argparse.Namespace) -> int:
     from projects.services.accounts import project_ensure_named, token_create
 
-    if not args.corpus.is_file() or args.items < 0 or args.rounds < 1:
-        print(f"brain: need --corpus FILE (got {args.corpus}), --items >= 0, --clients and --rounds >= 1",
-              file=sys.stderr)
+    if (not args.corpus.is_file() or args.items < 0 or args.rounds < 1 or args.other_rows < 0
+            or args.other_projects < 1):
+        print(f"brain: need --corpus FILE (got {args.corpus}), --items >= 0, --clients and --rounds >= 1, "
+              "--other-rows >= 0 and --other-projects >= 1", file=sys.stderr)
         return 2
     rules = rules_of(args.corpus)
     random.Random(args.seed).shuffle(rules)
@@ -207,8 +227,10 @@ def run(args: argparse.Namespace) -> int:
         with bench_user("tools") as user:
             project, _ = project_ensure_named(user=user, name="tools bench")
             _, raw = token_create(user=user, label="bench")
-            setup = _load_rows(user, project, rules, args.items, args.seed)
-            print(f"loaded {args.items} knowledge rows {setup}", file=sys.stderr)
+            others = _other_projects(user, args)
+            setup = _load_rows(user, project, rules, args.items, args.seed, others)
+            print(f"loaded {args.items} knowledge rows and {args.other_rows} of {len(others)} other projects {setup}",
+                  file=sys.stderr)
             runs: list[dict[str, Any]] = []
             with product_server(args.web_workers) as url:
                 for clients in args.clients:
@@ -216,7 +238,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         logging.disable(logging.NOTSET)
         _restore_indexes()
-    report = {"items": args.items, "rounds": args.rounds, "server": f"granian, {args.web_workers} workers",
+    report = {"items": args.items, "otherRows": args.other_rows, "otherProjects": len(others), "rounds": args.rounds,
+              "server": f"granian, {args.web_workers} workers",
               "setup": setup, "load": os.getloadavg(), "runs": runs}
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
@@ -235,7 +258,8 @@ def _run(url: str, args: argparse.Namespace, clients: int, raw: str, rules: list
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = [f"{report['items']} knowledge rows, {report['rounds']} rounds per client (start with a prompt, "
+    others = f" (and {report['otherRows']} of {report['otherProjects']} other projects)" if report["otherRows"] else ""
+    lines = [f"{report['items']} knowledge rows{others}, {report['rounds']} rounds per client (start with a prompt, "
              f"{LOGS_PER_ROUND} x log, list, report), served by {report['server']}, setup {report['setup']}, "
              f"load {report['load']}"]
     for run in report["runs"]:
