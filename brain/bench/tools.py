@@ -121,20 +121,29 @@ async def _client(url: str, raw: str, prompts: list[str], out: dict[str, list[fl
         await http.delete(url, headers=headers)
 
 
-def _other_projects(user: Any, args: argparse.Namespace) -> list[tuple[Any, int]]:
-    """(project, rows) for `--other-rows` spread evenly over `--other-projects` projects of the bench user."""
+def _other_projects(owner: Any, args: argparse.Namespace) -> list[tuple[Any, Any, int]]:
+    """(owner id, project, rows) for `--other-rows` spread evenly over `--other-projects` projects of another user,
+    whose rows share the table and its indexes with the bench user's and never its scope."""
     from projects.services.accounts import project_ensure_named
 
-    if args.other_rows <= 0:
-        return []
     count = max(1, min(args.other_projects, args.other_rows))
     share, extra = divmod(args.other_rows, count)
-    return [(project_ensure_named(user=user, name=f"other {n}")[0], share + (1 if n < extra else 0))
+    return [(owner.id, project_ensure_named(user=owner, name=f"other {n}")[0], share + (1 if n < extra else 0))
             for n in range(count)]
 
 
+@contextmanager
+def _other_owner(args: argparse.Namespace) -> Iterator[Any]:
+    """The owner of `--other-rows` (a bench user of its own, removed with them), or None without any."""
+    if args.other_rows <= 0:
+        yield None
+        return
+    with bench_user("tools-others") as owner:
+        yield owner
+
+
 def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int,
-               others: Sequence[tuple[Any, int]] = ()) -> dict[str, float]:
+               others: Sequence[tuple[Any, Any, int]] = ()) -> dict[str, float]:
     from django.db import connection
 
     from knowledge.embeddings import embed_texts
@@ -148,8 +157,8 @@ def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int,
         start = time.perf_counter()
         matrix = np.array(vectors, dtype=np.float32)
         _load(cursor.cursor, user.id, project.id, rules, matrix, count, model, seed)
-        for n, (other, rows) in enumerate(others, start=1):
-            _load(cursor.cursor, user.id, other.id, rules, matrix, rows, model, seed + n)
+        for n, (owner_id, other, rows) in enumerate(others, start=1):
+            _load(cursor.cursor, owner_id, other.id, rules, matrix, rows, model, seed + n)
         load_s = time.perf_counter() - start
         cursor.execute("SET maintenance_work_mem = '1GB'")
         start = time.perf_counter()
@@ -224,10 +233,10 @@ def run(args: argparse.Namespace) -> int:
     rules = rules[: max(1, args.rules)]
     logging.disable(logging.INFO)  # one op= line per call would drown the figures
     try:
-        with bench_user("tools") as user:
+        with bench_user("tools") as user, _other_owner(args) as other_owner:
             project, _ = project_ensure_named(user=user, name="tools bench")
             _, raw = token_create(user=user, label="bench")
-            others = _other_projects(user, args)
+            others = _other_projects(other_owner, args) if other_owner is not None else []
             setup = _load_rows(user, project, rules, args.items, args.seed, others)
             print(f"loaded {args.items} knowledge rows and {args.other_rows} of {len(others)} other projects {setup}",
                   file=sys.stderr)

@@ -25,7 +25,7 @@ def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], smal
     report = bench_report(tools, ["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json",
                                   "--corpus", str(small_corpus), "--other-rows", "50", "--other-projects", "3"], capsys)
     (run,) = report["runs"]
-    assert (report["otherRows"], report["otherProjects"]) == (50, 3)  # a brain of several projects
+    assert (report["otherRows"], report["otherProjects"]) == (50, 3)  # another owner's projects in the same table
     assert report["setup"]["cached"] is True  # the rows and both search indexes read into the page cache
     assert run["clients"] == 2
     assert run["brain_start_session"]["n"] == 4 == run["brain_report_session_outcome"]["n"]
