@@ -245,6 +245,7 @@ def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None, *, standa
 
     def matching(tsquery: str) -> str:
         return scope_matching(table, scope, tsquery, fenced=fenced)
+
     pivot = _length_pivot(str(BM25_B), "h.len", "n.avg_len")
     long_penalty = long_row_penalty("%(ftslenb)s", "max(h.lex)", "%(ftslonglex)s")
     own_lexemes = "unnest(ts_filter(setweight(p.sv, 'B', %(lexemes)s::text[]), '{b}'))"

@@ -47,14 +47,15 @@ def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusio
     # in the statistics already make it most of the table (an unlisted project's share is only an average).
     walks = stats.listed(scope.project_ids) and _mostly_the_table(estimate, stats.rows, fusion)
     key = _scope_key(table, scope, limit)
-    counting = limit > 0 and estimate <= 4 * limit and not walks and not _LARGE.holds(key)
+    known_large = _LARGE.holds(key)
+    counting = limit > 0 and estimate <= 4 * limit and not walks and not known_large
     extra = (f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
              if counting else "NULL")
     cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s)), {extra}",
                    {**scope.params, "qtext": query})
     lexemes, counted = cursor.fetchone()
     if counted is None:
-        return Scoped(stats, max(estimate, float(limit + 1)) if _LARGE.holds(key) else estimate, False, list(lexemes))
+        return Scoped(stats, max(estimate, float(limit + 1)) if known_large else estimate, False, list(lexemes))
     if counted > limit:
         _LARGE.remember(key)
         return Scoped(stats, max(estimate, float(counted)), False, list(lexemes))
