@@ -23,7 +23,7 @@ from brain.sql_rows import execute_prepared
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
 from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes, neighbour_gain
-from knowledge.search_scope import Scoped, fts_terms, pool_fenced, scope_matching, scoped_read
+from knowledge.search_scope import PoolRead, Scoped, fts_terms, pool_read, scope_matching, scoped_read
 from knowledge.search_standard import (
     Standard,
     long_row_penalty,
@@ -217,7 +217,7 @@ def _vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
 
 
 def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None, *, standard: bool = False,
-              fenced: bool = False) -> str:
+              read: PoolRead = "planner") -> str:
     """Full-text candidates scored by Okapi BM25: for each query term, its count in the row (from the
     tsvector's positions) saturated by BM25_K1 and normalised by the row's length in tokens relative to
     the candidates' average (b = BM25_B), times the term's inverse document frequency in the caller's scope
@@ -234,8 +234,8 @@ def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None, *, standa
     Candidates are the rows holding any of the generating terms (the rarer query terms, see
     `knowledge.term_stats`) plus the rows matching the whole query (which `websearch_to_tsquery` may widen
     with "or"), at most `fts_cap` of each: every matching row of a small scope (EXACT_ROWS), `Fusion.fts_scan_cap`
-    otherwise, so the best full-text hits survive even when common words match much of the table. `fenced`: see
-    `knowledge.search_scope.scope_matching`.
+    otherwise, so the best full-text hits survive even when common words match much of the table. `read`: how the
+    scope's matching rows are read (`knowledge.search_scope.scope_matching`).
 
     With `order`, each row is scored with its neighbours' words too (knowledge/search_neighbours.py). With
     `standard`, each row also carries the mean and spread of every scored row's score (`mu`, `sd`)."""
@@ -244,7 +244,7 @@ def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None, *, standa
     tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
 
     def matching(tsquery: str) -> str:
-        return scope_matching(table, scope, tsquery, fenced=fenced)
+        return scope_matching(table, scope, tsquery, read=read)
 
     pivot = _length_pivot(str(BM25_B), "h.len", "n.avg_len")
     long_penalty = long_row_penalty("%(ftslenb)s", "max(h.lex)", "%(ftslonglex)s")
@@ -301,12 +301,13 @@ def _weights_cte() -> str:
                            ELSE 1 END AS sv FROM conf)"""  # noqa: S608 - constants and fixed SQL only
 
 
-def _fts_list_sql(table: str, scope: Scope, order: RowOrder | None, *, standard: bool, fenced: bool = False) -> str:
+def _fts_list_sql(table: str, scope: Scope, order: RowOrder | None, *, standard: bool,
+                  read: PoolRead = "planner") -> str:
     """The full-text list as two PostgreSQL array texts (ids, scores) in rank order, which the fusion statement
     takes back as they are: built and parsed in C on the server, where rows of Python values were loaded and then
     quoted again as literals (0.2 ms a search). float8's text is exact (shortest round-trip digits). With
     `standard`, also the mean and spread of all scored rows' scores (0 for none)."""
-    ctes = _fts_ctes(table, scope, order, standard=standard, fenced=fenced)
+    ctes = _fts_ctes(table, scope, order, standard=standard, read=read)
     stats = ", coalesce(max(mu), 0), coalesce(max(sd), 0)" if standard else ""
     return (f"WITH {ctes} SELECT coalesce(array_agg(id ORDER BY rnk), '{{}}')::text, "  # noqa: S608
             f"coalesce(array_agg(score ORDER BY rnk), '{{}}')::text{stats} FROM fts")
@@ -376,9 +377,9 @@ def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: Scoped,
               "nblex": fusion.neighbour_lexemes,
               "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0, **fts_terms(scoped, fusion)}
     standard = fusion.standard_weight > 0
-    fenced = pool_fenced(scoped, params["fts_cap"])
+    read = pool_read(scoped, params["fts_cap"])
     cursor.execute(_fts_list_sql(table, scope, order if fusion.fts_neighbours > 0 else None, standard=standard,
-                                 fenced=fenced), params)
+                                 read=read), params)
     return _FtsList(*cursor.fetchone())
 
 

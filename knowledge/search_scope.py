@@ -8,7 +8,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from knowledge.models import TS_CONFIG
 from knowledge.term_stats import TermStats, generating_terms, term_stats
@@ -112,33 +112,45 @@ def _mostly_the_table(rows: float, table_rows: float, fusion: Fusion) -> bool:
     return fusion.walk_share > 0 and rows > fusion.exact_floor and rows >= fusion.walk_share * table_rows
 
 
-# How many entries of the scope's own index cost what one visit of a matching row costs. The full-text pool reads
-# either the scope's index into a bitmap (one entry a row of the scope) or, fenced, the term matches one by one until
-# `cap` of them pass the scope (about cap / share visits). Measured at 100,000-row projects among 130,000-330,000
-# rows: the fence won at rows x share of 77,000 and 43,000 (9.2 -> 5.1 and 11.0 -> 6.2 ms), lost at 30,000 (12.0 ->
-# 13.6) and below (7 -> 14 ms at 6,900): docs/benchmarks.md, issue 17, twenty-fifth pass.
+# How many entries of the scope's own index cost what one visit of a matching row costs. The full-text pool of a
+# scope too large to search exactly reads either the scope's index into a bitmap (one entry a row of the scope) or the
+# term matches one by one until `cap` of them pass the scope (about cap / share visits). Measured at 100,000-row
+# projects among 130,000-330,000 rows: matches first won at rows x share of 77,000 and 43,000 (9.2 -> 5.1 and 11.0 ->
+# 6.2 ms), lost at 30,000 (12.0 -> 13.6) and below (7 -> 14 ms at 6,900): docs/benchmarks.md, issue 17,
+# twenty-fifth pass.
 INDEX_ENTRIES_PER_VISIT = 200
+# The largest share of the table a scope searched exactly reads row by row, never through the term index: the index
+# lists every posting of every query term across the whole table, whatever the scope. Measured at 210,000 rows: a
+# scope of 300 rows 6.3 -> 1.9 ms, of 2,000 rows 7.6 -> 5.4 ms, of 8,000 rows 11.8 -> 21 ms (the same pass).
+SCOPE_FIRST_SHARE = 0.01
+
+PoolRead = Literal["planner", "matches_first", "scope_first"]
 
 
-def pool_fenced(scoped: Scoped, cap: int) -> bool:
-    """Whether the full-text pool reads the term matches first and filters them by the scope (see
-    `scope_matching`): a scope too large to search exactly that holds so much of the table that
-    finding `cap` of its rows among the matches costs less than listing all of its rows from its own index."""
-    if scoped.exact or scoped.stats.rows <= 0:
-        return False
+def pool_read(scoped: Scoped, cap: int) -> PoolRead:
+    """How the full-text pool reads the scope's matching rows (`scope_matching`): the scope's rows first for a small
+    scope in a large table, the term index's matches first for a large scope holding so much of the table that finding
+    `cap` of its rows among them costs less than listing all of its rows, else as the planner chooses."""
+    if scoped.stats.rows <= 0:
+        return "planner"
     share = min(1.0, scoped.rows / scoped.stats.rows)
-    return scoped.rows * share >= cap * INDEX_ENTRIES_PER_VISIT
+    if scoped.exact:
+        return "scope_first" if share <= SCOPE_FIRST_SHARE else "planner"
+    return "matches_first" if scoped.rows * share >= cap * INDEX_ENTRIES_PER_VISIT else "planner"
 
 
-def scope_matching(table: str, scope: Scope, tsquery: str, *, fenced: bool) -> str:
-    """The FROM and WHERE of the scope's rows matching `tsquery`, as the alias `t`. `fenced`: the term index's
-    matches are read first and the scope filters them (OFFSET 0 keeps the planner from pushing the scope into that
-    read), for a scope that holds most of what it matches (`pool_fenced`); otherwise the planner also reads the
-    scope's own index into a bitmap of all its rows, 4.9 ms for a project of 100,000 (docs/benchmarks.md, issue 17,
-    twenty-fifth pass)."""
-    if fenced:
+def scope_matching(table: str, scope: Scope, tsquery: str, *, read: PoolRead) -> str:
+    """The FROM and WHERE of the scope's rows matching `tsquery`, as the alias `t`, read as `pool_read` chose. A
+    subquery with OFFSET 0 keeps the planner from moving the outer condition into it: `matches_first` reads the term
+    index and filters by the scope (the planner also read the scope's own index into a bitmap of all its rows, 4.9 ms
+    for a project of 100,000); `scope_first` reads the scope's rows and tests each against the query (the planner also
+    listed the term index's postings across the whole table: docs/benchmarks.md, issue 17, twenty-fifth pass)."""
+    if read == "matches_first":
         return (f"(SELECT * FROM {table} t WHERE t.search_vector @@ {tsquery} OFFSET 0) t "  # noqa: S608
                 f"WHERE {scope.sql}")
+    if read == "scope_first":
+        return (f"(SELECT * FROM {table} t WHERE {scope.sql} OFFSET 0) t "  # noqa: S608
+                f"WHERE t.search_vector @@ {tsquery}")
     return f"{table} t WHERE {scope.sql} AND t.search_vector @@ {tsquery}"
 
 

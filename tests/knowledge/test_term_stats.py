@@ -233,31 +233,47 @@ def test_a_scope_counted_above_the_exact_limit_is_not_counted_again_for_a_while(
     assert _counts(tenant_a, small_limit)[1] == 1  # and with no time to hold, every time
 
 
-@pytest.mark.parametrize(("rows", "table_rows", "fenced"), [
-    (100_000, 130_000, True), (100_000, 230_000, True),  # where reading the term matches first won (benchmarks)
-    (100_000, 330_000, False), (30_000, 130_000, False), (30_000, 230_000, False),  # where it lost
+@pytest.mark.parametrize(("rows", "table_rows", "exact", "read"), [
+    # Too large to search exactly: where reading the term matches first won (benchmarks), then where it lost.
+    (100_000, 130_000, False, "matches_first"), (100_000, 230_000, False, "matches_first"),
+    (100_000, 330_000, False, "planner"), (30_000, 130_000, False, "planner"), (30_000, 230_000, False, "planner"),
+    # Searched exactly: where reading the scope's rows first won, then where it lost.
+    (300, 210_300, True, "scope_first"), (2_000, 210_300, True, "scope_first"), (8_000, 210_300, True, "planner"),
+    (300, 5_000, True, "planner"),
 ])
-def test_the_pool_reads_the_term_matches_first_only_for_a_scope_holding_most_of_them(
-    rows: int, table_rows: int, fenced: bool
-) -> None:
-    scoped = Scoped(TermStats(rows=table_rows), float(rows), False, ["deploy"])
-    assert search_scope.pool_fenced(scoped, 200) is fenced
-    assert not search_scope.pool_fenced(replace(scoped, exact=True), 200)  # a small scope is read whole anyway
+def test_the_pool_reads_first_what_holds_fewer_rows_to_visit(rows: int, table_rows: int, exact: bool,
+                                                               read: str) -> None:
+    scoped = Scoped(TermStats(rows=table_rows), float(rows), exact, ["deploy"])
+    assert search_scope.pool_read(scoped, 200) == read
+    assert search_scope.pool_read(replace(scoped, stats=TermStats()), 200) == "planner"  # no statistics yet
 
 
-def test_a_pool_read_from_the_term_matches_first_keeps_to_the_scope(
-    tenant_a: Tenant, tenant_b: Tenant, analysed: None, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("setting", "value", "shape"), [
+    ("INDEX_ENTRIES_PER_VISIT", 0, "OFFSET 0) t WHERE ("),  # matches first, then the scope's condition
+    ("SCOPE_FIRST_SHARE", 1.0, "OFFSET 0) t WHERE t.search_vector @@"),  # the scope's rows first, then the query
+])
+def test_a_pool_read_in_either_order_keeps_to_the_scope_and_scores_as_the_planners(
+    tenant_a: Tenant, tenant_b: Tenant, analysed: None, monkeypatch: pytest.MonkeyPatch, setting: str, value: float,
+    shape: str,
 ) -> None:
-    """Tenant B's three kubernetes rules match the query as well as tenant A's: read from the term index first,
-    the pool must still drop them, and score A's rows as the scope-first read does."""
+    """Tenant B's three kubernetes rules match the query as well as tenant A's: read in either order, the pool must
+    still drop them, and score A's rows as the planner's read does."""
     monkeypatch.setattr(search_scope, "INDEX_ENTRIES_PER_VISIT", 10**9)
-    scope_first = _fts_scored(tenant_a, "deploy kubernetes helm", 1000)
-    monkeypatch.setattr(search_scope, "INDEX_ENTRIES_PER_VISIT", 0)
+    monkeypatch.setattr(search_scope, "SCOPE_FIRST_SHARE", 0.0)
+    exact = Fusion(candidates=200, fts_postings=1000)  # A's 121 rows: under EXACT_ROWS
+    planners = _fts_scored(tenant_a, "deploy kubernetes helm", 1000), _fts_scored_with(tenant_a, exact)
+    monkeypatch.setattr(search_scope, setting, value)
     with CaptureQueriesContext(connection) as queries:
-        matches_first = _fts_scored(tenant_a, "deploy kubernetes helm", 1000)
-    assert any("OFFSET 0" in q["sql"] for q in queries.captured_queries)
-    assert matches_first == pytest.approx(scope_first) and len(matches_first) == 121
-    mine = set(KnowledgeItem.objects.filter(owner=tenant_a.user).values_list("content", flat=True))
-    assert set(matches_first) <= mine
+        ordered = _fts_scored(tenant_a, "deploy kubernetes helm", 1000), _fts_scored_with(tenant_a, exact)
+    assert any(shape in q["sql"] for q in queries.captured_queries)
+    for mine, planner in zip(ordered, planners, strict=True):
+        assert mine == pytest.approx(planner) and len(mine) == 121
+        assert set(mine) <= set(KnowledgeItem.objects.filter(owner=tenant_a.user).values_list("content", flat=True))
     theirs = _fts_scored(tenant_b, "deploy kubernetes helm", 1000)
     assert set(theirs) == {f"Deploy to kubernetes with helm chart version {n}" for n in range(3)}
+
+
+def _fts_scored_with(tenant: Tenant, fusion: Fusion) -> dict[str, float]:
+    found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes helm", mode="fts",
+                              scope=knowledge_scope(principal=tenant.principal), fusion=fusion)
+    return {cand.row["content"]: float(cand.fts_score or 0) for cand in found.candidates}
