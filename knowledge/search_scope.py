@@ -4,9 +4,7 @@ otherwise), whether the scope is searched exactly, and the full-text candidate t
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -46,60 +44,40 @@ def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusio
     # Counting reads every row of the scope (7 ms at 10,000 knowledge rows): not for one whose projects' own shares
     # in the statistics already make it most of the table (an unlisted project's share is only an average).
     walks = stats.listed(scope.project_ids) and _mostly_the_table(estimate, stats.rows, fusion)
-    key = _scope_key(table, scope, limit)
-    known_large = _LARGE.holds(key)
-    counting = limit > 0 and estimate <= 4 * limit and not walks and not known_large
+    key = _scope_key(table, scope, limit) if limit > 0 and estimate <= 4 * limit and not walks else None
+    known_large = key is not None and _large_until.get(key, 0.0) > time.monotonic()
+    counting = key is not None and not known_large
     extra = (f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
              if counting else "NULL")
     cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s)), {extra}",
                    {**scope.params, "qtext": query})
     lexemes, counted = cursor.fetchone()
-    if counted is None:
+    if counted is None or key is None:  # not counted (only a scope with a key is)
         return Scoped(stats, max(estimate, float(limit + 1)) if known_large else estimate, False, list(lexemes))
     if counted > limit:
-        _LARGE.remember(key)
+        _remember_large(key)
         return Scoped(stats, max(estimate, float(counted)), False, list(lexemes))
     return Scoped(stats, float(counted), not _mostly_the_table(counted, stats.rows, fusion), list(lexemes))
 
 
-class _LargeScopes:
-    """Scopes a count found above the exact limit, for LARGE_FOR_S seconds per process. Counting one reads limit + 1
-    of its rows through the scope's index and their heap pages (12 ms for a project of 30,000 rows among 230,000,
-    docs/benchmarks.md, issue 17, twenty-fifth pass), and all it tells is "too many to search exactly". A smaller
-    scope is counted on every search: its count is BM25's row count, which a write must change at once."""
-
-    def __init__(self) -> None:
-        self._until: OrderedDict[tuple[Any, ...], float] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def holds(self, key: tuple[Any, ...]) -> bool:
-        with self._lock:
-            until = self._until.get(key)
-            if until is not None and until < time.monotonic():
-                del self._until[key]
-                return False
-            return until is not None
-
-    def forget(self) -> None:
-        with self._lock:
-            self._until.clear()
-
-    def remember(self, key: tuple[Any, ...]) -> None:
-        with self._lock:
-            self._until[key] = time.monotonic() + LARGE_FOR_S
-            self._until.move_to_end(key)
-            while len(self._until) > LARGE_SCOPES_MAX:
-                self._until.popitem(last=False)
-
-
+# Scopes a count found above the exact limit, and until when that is taken as known, per process. Counting one reads
+# limit + 1 of its rows through the scope's index and their heap pages (12 ms for a project of 30,000 rows among
+# 230,000, docs/benchmarks.md, issue 17, twenty-fifth pass), and all it tells is "too many to search exactly". A
+# smaller scope is counted on every search: its count is BM25's row count, which a write must change at once.
 LARGE_FOR_S = 60.0
 LARGE_SCOPES_MAX = 4096
-_LARGE = _LargeScopes()
+_large_until: dict[tuple[Any, ...], float] = {}
+
+
+def _remember_large(key: tuple[Any, ...]) -> None:
+    if len(_large_until) >= LARGE_SCOPES_MAX:  # a bound, not an eviction order: the next searches count again
+        _large_until.clear()
+    _large_until[key] = time.monotonic() + LARGE_FOR_S
 
 
 def forget_large() -> None:
     """Forget which scopes were found large (tests; a benchmark that reloads its rows)."""
-    _LARGE.forget()
+    _large_until.clear()
 
 
 def _scope_key(table: str, scope: Scope, limit: int) -> tuple[Any, ...]:
