@@ -1,7 +1,10 @@
+from typing import Any
+
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
 from projects.models import (
     ApiToken,
@@ -23,15 +26,20 @@ from projects.services.accounts import token_revoke
 @admin.register(User)
 class UserAdmin(BaseUserAdmin):
     ordering = ("email",)
-    list_display = ("email", "display_name", "is_staff", "is_active", "date_joined")
+    list_display = ("email", "display_name", "is_staff", "is_active", "date_joined", "email_confirmed_at")
     search_fields = ("email", "display_name")
     list_filter = ("is_staff", "is_active")
     fieldsets = (
         (None, {"fields": ("email", "password", "display_name")}),
         ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser", "groups", "user_permissions")}),
-        ("Dates", {"fields": ("last_login", "date_joined")}),
+        ("Dates", {"fields": ("last_login", "date_joined", "email_confirmed_at")}),
     )
     add_fieldsets = ((None, {"classes": ("wide",), "fields": ("email", "password1", "password2")}),)
+
+    def save_model(self, request: HttpRequest, obj: User, form: Any, change: bool) -> None:
+        if not change:  # staff vouch for an address they add; only open sign-ups start unconfirmed
+            obj.email_confirmed_at = timezone.now()
+        super().save_model(request, obj, form, change)
 
 
 class MembershipInline(admin.TabularInline):

@@ -48,6 +48,9 @@ class User(AbstractBaseUser, PermissionsMixin):
     is_active = models.BooleanField(default=True)
     is_staff = models.BooleanField(default=False)
     date_joined = models.DateTimeField(default=timezone.now)
+    # When the address was shown to be this account's: a sign-up link used, a password reset by mail, or an
+    # account an operator made. Null for an open sign-up nobody has verified: anyone may have typed the address.
+    email_confirmed_at = models.DateTimeField(null=True, blank=True)
 
     objects: ClassVar[UserManager] = UserManager()
 

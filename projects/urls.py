@@ -28,7 +28,7 @@ _accounts = [
     path("password/reset/sent/", auth_views.PasswordResetDoneView.as_view(
         template_name=_T + "password_reset_sent.html",
     ), name="password_reset_done"),
-    path("password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
+    path("password/reset/<uidb64>/<token>/", accounts.PasswordResetConfirmView.as_view(
         template_name=_T + "password_reset_confirm.html", success_url=reverse_lazy("password_reset_complete"),
     ), name="password_reset_confirm"),
     path("password/reset/done/", auth_views.PasswordResetCompleteView.as_view(

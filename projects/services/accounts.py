@@ -57,8 +57,9 @@ def password_check(*, password: str, email: str) -> None:
         raise ValidationFailed("password rejected: " + " ".join(exc.messages)) from None
 
 
-def user_create(*, email: str, password: str | None = None, is_staff: bool = False) -> User:
+def user_create(*, email: str, password: str | None = None, is_staff: bool = False, confirmed: bool = True) -> User:
     """Creates an active user and its personal org (owner membership), or raises VALIDATION/CONFLICT.
+    `confirmed=False` for a sign-up nobody has verified (the address is only what the visitor typed).
 
     One transaction: a user is never left without the personal org every project lookup needs. Sign-ups take turns
     at picking a personal slug (two at once, alice@a and alice@b, both chose `personal-alice`, and the second
@@ -75,15 +76,16 @@ def user_create(*, email: str, password: str | None = None, is_staff: bool = Fal
         password_check(password=password, email=email)
     try:
         with transaction.atomic():
-            return _user_insert(email, password, is_staff)
+            return _user_insert(email, password, is_staff, confirmed)
     except IntegrityError:
         if User.objects.filter(email=email).exists():
             raise Conflict(f"a user with e-mail {email} already exists") from None
         raise
 
 
-def _user_insert(email: str, password: str | None, is_staff: bool) -> User:
-    user = User.objects.create_user(email, password, is_staff=is_staff, is_superuser=is_staff)
+def _user_insert(email: str, password: str | None, is_staff: bool, confirmed: bool) -> User:
+    user = User.objects.create_user(email, password, is_staff=is_staff, is_superuser=is_staff,
+                                    email_confirmed_at=timezone.now() if confirmed else None)
     xact_lock("personal-org-create")
     taken = set(Org.objects.filter(slug__startswith="personal-").values_list("slug", flat=True))
     org = Org.objects.create(

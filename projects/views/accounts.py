@@ -8,7 +8,8 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.forms import PasswordResetForm
+from django.contrib.auth.forms import PasswordResetForm, SetPasswordForm
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -22,7 +23,7 @@ from brain.logs import log_op
 from projects.forms import SignUpForm, client_ip, retry_after_seconds, wait_text
 from projects.models import User
 from projects.services.accounts import user_create
-from projects.services.signup import signup_link_parts, user_signup_pending, user_verify
+from projects.services.signup import mailbox_proven, signup_link_parts, user_signup_pending, user_verify
 from projects.services.throttle import mail_allowed, signup_blocked_for, signup_record
 from projects.views.attempt import Refused, attempt
 from projects.views.mail import mail_sent
@@ -49,6 +50,21 @@ class PasswordResetView(auth_views.PasswordResetView):
         return super().form_valid(form)
 
 
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    """Django's reset confirmation. Using the mailed link proves the address, which ends a squatter's tokens on an
+    account nobody had confirmed (`mailbox_proven`); the new password and the revocation commit together."""
+
+    def form_valid(self, form: SetPasswordForm) -> HttpResponse:
+        with transaction.atomic():
+            response = super().form_valid(form)
+            revoked = mailbox_proven(user=form.user)
+        if revoked:
+            log_op(logger, "accounts.unconfirmed_tokens_revoked", user=str(form.user.pk), tokens=revoked)
+            messages.warning(self.request, f"Your address is now confirmed. {revoked} API token(s) minted before "
+                             "it was confirmed were revoked: mint new ones in Settings > Tokens for your agents.")
+        return response
+
+
 def _send_signup_link(user: User) -> bool:
     uidb64, token = signup_link_parts(user=user)
     link = public_link(reverse("signup_verify", args=[uidb64, token]))
@@ -69,7 +85,7 @@ def _create(request: HttpRequest, form: SignUpForm) -> HttpResponse | None:
                                  "minutes to get a new link.")
             return None
         return render(request, "accounts/signup_sent.html", {"email": pending.email})
-    user = attempt(request, lambda: user_create(email=email, password=password), form=form)
+    user = attempt(request, lambda: user_create(email=email, password=password, confirmed=False), form=form)
     if isinstance(user, Refused):
         return None
     signup_record(ip=client_ip(request))
