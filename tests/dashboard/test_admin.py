@@ -151,3 +151,12 @@ def test_the_admin_pages_stylesheets_and_scripts_are_served(client: Client, staf
         assert answer.status_code == 200, asset
         assert answer["Content-Type"].split(";")[0] in ("text/css", "text/javascript", "application/javascript")
     assert client.get("/static/admin/css/no-such-file.css").status_code == 404
+
+
+def test_a_user_staff_add_starts_with_a_confirmed_address(client: Client, staff: User, tenant_b: Tenant) -> None:
+    response = client.post(_url(User, "add"), {"email": "new.hire@corp.example", "password1": "a long pass 4 hire",
+                                                "password2": "a long pass 4 hire"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    hired = User.objects.get(email="new.hire@corp.example")
+    assert hired.email_confirmed_at is not None
+    assert User.objects.get(pk=tenant_b.user.pk).email_confirmed_at == tenant_b.user.email_confirmed_at
