@@ -15,6 +15,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from brain.addresses import client_address
+from projects.known_browser import known_browser_id
 from projects.models import ORG_NAME_MAX, TOKEN_LABEL_MAX, Membership, Project, User
 from projects.services.signup import signup_pending_exists
 from projects.services.throttle import login_blocked_for, login_failure_record, login_success_record
@@ -64,8 +65,8 @@ class SignUpForm(forms.Form):
 
 
 class ThrottledMixin:
-    """Refuses sign-in attempts while the account (from this address) or the address is locked out, even
-    with the right password; counts each failure (projects/services/throttle.py)."""
+    """Refuses sign-in attempts while the account (from this address) or the address is locked out, or this
+    known browser is, even with the right password; counts each failure (projects/services/throttle.py)."""
 
     request: HttpRequest | None
     cleaned_data: dict[str, Any]
@@ -73,8 +74,8 @@ class ThrottledMixin:
 
     def clean(self) -> dict[str, Any]:
         email = (self.cleaned_data.get("username") or "").strip().lower()
-        ip = client_ip(self.request)
-        wait = login_blocked_for(email=email, ip=ip)
+        ip, browser = client_ip(self.request), known_browser_id(self.request, email=email)
+        wait = login_blocked_for(email=email, ip=ip, browser=browser)
         if wait is not None:
             self.locked_for = wait
             raise ValidationError(f"Too many failed sign-ins. {wait_text(wait)}, or reset your password.",
@@ -82,9 +83,9 @@ class ThrottledMixin:
         try:
             data: dict[str, Any] = super().clean()  # type: ignore[misc]
         except ValidationError:
-            login_failure_record(email=email, ip=ip)
+            login_failure_record(email=email, ip=ip, browser=browser)
             raise
-        login_success_record(email=email, ip=ip)
+        login_success_record(email=email, ip=ip, browser=browser)
         return data
 
 

@@ -7,6 +7,10 @@ A failed sign-in (the dashboard's /accounts/login/ and /admin/login/ alike) coun
 - the address ("ip:<address>"): one client trying many accounts;
 - the account from anywhere ("email:<email>"): a high ceiling against guessing spread over many addresses.
 
+A browser that signed in to the account before (projects.known_browser) is counted under its own key instead
+("browser:<id>", the small limit): strangers' guesses, from one address or many, never lock the owner's own
+browsers out, and that browser's own failures lock only itself.
+
 Any key over its limit refuses the attempt, even with the right password, until its lockout ends. Sign-ups
 count per address ("signup:<address>"). Mail the server sends on a stranger's request (password resets,
 invitations) counts per recipient ("mail-to:<email>") and per requesting address ("mail-from:<address>"), so
@@ -71,8 +75,10 @@ def _email(email: str) -> str:
     return email.strip().lower()[:KEY_PART_MAX]
 
 
-def login_keys(*, email: str, ip: str | None) -> dict[str, Limit]:
+def login_keys(*, email: str, ip: str | None, browser: str | None = None) -> dict[str, Limit]:
     limits = login_limits()
+    if browser:
+        return {f"browser:{browser}"[:KEY_PART_MAX]: limits["login"]}
     keys = {f"email:{_email(email)}": limits["email"]}
     if ip:
         keys[f"login:{_email(email)}|{ip}"] = limits["login"]
@@ -98,22 +104,25 @@ def _count(keys: dict[str, Limit], now: datetime) -> None:
         row.save()
 
 
-def login_blocked_for(*, email: str, ip: str | None) -> timedelta | None:
+def login_blocked_for(*, email: str, ip: str | None, browser: str | None = None) -> timedelta | None:
     """How long the caller must still wait, or None when a sign-in may be attempted now."""
-    return _blocked_for(list(login_keys(email=email, ip=ip)))
+    return _blocked_for(list(login_keys(email=email, ip=ip, browser=browser)))
 
 
 @transaction.atomic
-def login_failure_record(*, email: str, ip: str | None) -> None:
+def login_failure_record(*, email: str, ip: str | None, browser: str | None = None) -> None:
     """Counts one failed sign-in under each key; a key reaching its limit is locked for its lockout time."""
-    limits = {key: limit for key, limit in login_keys(email=email, ip=ip).items() if limit.failures > 0}
-    _count(limits, timezone.now())
+    keys = login_keys(email=email, ip=ip, browser=browser)
+    _count({key: limit for key, limit in keys.items() if limit.failures > 0}, timezone.now())
 
 
 @transaction.atomic
-def login_success_record(*, email: str, ip: str | None) -> None:
-    """A correct password clears this account's counter from this address (the others keep counting)."""
-    if ip:
+def login_success_record(*, email: str, ip: str | None, browser: str | None = None) -> None:
+    """A correct password clears this account's counter from this address, or this known browser's (the others
+    keep counting)."""
+    if browser:
+        LoginThrottle.objects.filter(key=f"browser:{browser}"[:KEY_PART_MAX]).delete()
+    elif ip:
         LoginThrottle.objects.filter(key=f"login:{_email(email)}|{ip}").delete()
 
 

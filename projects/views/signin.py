@@ -11,6 +11,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from projects.forms import ThrottledAdminLoginForm, retry_after_seconds
+from projects.known_browser import known_browser_remember
 
 
 def locked_answer(response: HttpResponseBase) -> HttpResponseBase:
@@ -32,6 +33,11 @@ class SignInView(auth_views.LoginView):
         locked_answer(response)
         return response
 
+    def form_valid(self, form: AuthenticationForm) -> HttpResponse:
+        response = super().form_valid(form)
+        known_browser_remember(self.request, response, email=form.get_user().email)
+        return response
+
 
 class BrainAdminSite(admin.AdminSite):
     """The admin with the dashboard's throttled sign-in (one set of counters for both pages)."""
@@ -41,4 +47,6 @@ class BrainAdminSite(admin.AdminSite):
     def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         response = super().login(request, extra_context)
         locked_answer(response)
+        if request.method == "POST" and request.user.is_authenticated and response.status_code == 302:
+            known_browser_remember(request, response, email=request.user.email)
         return response

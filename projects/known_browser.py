@@ -1,0 +1,49 @@
+"""A browser that has signed in to an account before carries a signed cookie naming that account (by a hash of
+its address, never the address) and a random id of its own.
+
+The account-wide failure ceiling (projects.services.throttle) is what stops guessing spread over many addresses,
+but it also let anyone lock the owner out: a hundred wrong passwords from twenty addresses closed the account to
+everyone for the lockout's length, again and again. An attempt from a browser that holds this account's cookie
+is counted under that browser's own id instead of the account's and address's keys, so strangers' guesses
+never lock it, and its own failures lock only itself. The cookie proves a past sign-in, not identity: it never
+replaces the password, and a cookie of another account counts for nothing. (The "device cookie" design of the
+OWASP authentication cheat sheet.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.core import signing
+from django.http import HttpRequest, HttpResponseBase
+
+COOKIE = "brain_known_browser"
+MAX_AGE_S = 180 * 24 * 3600
+_SALT = "projects.known_browser"
+
+
+def _account(email: str) -> str:
+    return hashlib.sha256(email.strip().lower().encode()).hexdigest()[:32]
+
+
+def known_browser_id(request: HttpRequest | None, *, email: str) -> str | None:
+    """The browser's id when it carries a valid, unexpired cookie of the account with this address; else None."""
+    raw = request.COOKIES.get(COOKIE) if request is not None else None
+    if not raw:
+        return None
+    try:
+        value = signing.loads(raw, salt=_SALT, max_age=MAX_AGE_S)
+    except signing.BadSignature:  # forged, altered or expired (SignatureExpired is a BadSignature)
+        return None
+    if not isinstance(value, dict) or value.get("a") != _account(email) or not isinstance(value.get("b"), str):
+        return None
+    return value["b"]
+
+
+def known_browser_remember(request: HttpRequest, response: HttpResponseBase, *, email: str) -> None:
+    """Sets (or renews, keeping its id) the cookie after a successful sign-in to the account."""
+    browser = known_browser_id(request, email=email) or secrets.token_urlsafe(12)
+    value = signing.dumps({"a": _account(email), "b": browser}, salt=_SALT)
+    response.set_cookie(COOKIE, value, max_age=MAX_AGE_S, httponly=True, secure=request.is_secure(),
+                        samesite="Lax")
