@@ -155,7 +155,8 @@ class GuardDecisionAdmin(admin.ModelAdmin):
 
 @admin.register(DreamRun)
 class DreamRunAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "scope", "reason", "owner", "evolved_at", "decayed_at", "crossed_at")
+    list_display = ("created_at", "scope", "reason", "owner", "evolved_at", "decayed_at", "crossed_at",
+                    "abandoned_at")
     search_fields = ("scope", "owner__email")
     raw_id_fields = ("owner",)
 

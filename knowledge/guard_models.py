@@ -69,6 +69,9 @@ class DreamRun(TimestampedModel):
     evolved_at = models.DateTimeField(null=True, blank=True)
     decayed_at = models.DateTimeField(null=True, blank=True)
     crossed_at = models.DateTimeField(null=True, blank=True)  # the owner's cross-session extract
+    # Stamped once by the requeue sweep when the run aged past the re-send window with a job unfinished: its
+    # work falls to the scope's next cycle, and the sweep says so in the log.
+    abandoned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["scope", "-created_at"], name="dream_run_scope_recent")]

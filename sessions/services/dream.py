@@ -103,18 +103,34 @@ def _send(run_ids: list[uuid.UUID]) -> int:
     return send_quick(_messages(runs), op="dream.enqueue_failed")
 
 
-def dream_runs_requeue(*, now: datetime | None = None) -> int:
-    """Sends again the recent runs the broker never got, or whose jobs have not finished long after sending
-    (a message lost with the broker). Older runs are left to the next cycle. Returns messages sent."""
-    now = now or timezone.now()
-    stale = now - timedelta(seconds=job_settings().requeue_after_s)
+def _unfinished() -> Q:
     unfinished = Q()
     for _, done in DREAM_TASKS:
         unfinished |= Q(**{f"{done}__isnull": True})
+    return unfinished
+
+
+def _abandon_aged(now: datetime) -> None:
+    """Stamps the runs that just aged out of the re-send window with a job unfinished (those of the last day:
+    older ones predate the stamp) and logs them: their work falls to the scope's next cycle."""
+    aged = DreamRun.objects.filter(created_at__lt=now - DREAM_MIN_GAP, created_at__gte=now - DREAM_EVERY,
+                                   abandoned_at__isnull=True).filter(_unfinished())
+    scopes = list(aged.values_list("scope", flat=True)[:20])
+    if scopes and (count := aged.update(abandoned_at=now)):
+        log_op(logger, "dream.runs_abandoned", level=logging.WARNING, count=count, scopes=",".join(scopes))
+
+
+def dream_runs_requeue(*, now: datetime | None = None) -> int:
+    """Sends again the recent runs the broker never got, or whose jobs have not finished long after sending
+    (a message lost with the broker). Older runs are left to the next cycle, with a log line. Returns messages
+    sent."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=job_settings().requeue_after_s)
     due = DreamRun.objects.filter(created_at__gte=now - DREAM_MIN_GAP).filter(
-        Q(enqueued_at__isnull=True) | (Q(enqueued_at__lt=stale) & unfinished))
+        Q(enqueued_at__isnull=True) | (Q(enqueued_at__lt=stale) & _unfinished()))
     ids = list(due.values_list("pk", flat=True)[:100])
     sent = _send(ids) if ids else 0
     if ids:
         log_op(logger, "dream.requeue", due=len(ids), sent=sent)
+    _abandon_aged(now)
     return sent
