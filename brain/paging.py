@@ -1,10 +1,13 @@
-"""One page of a list, for pages that show "older" without counting everything."""
+"""One page of a list, for pages that show "older" without counting everything, and the page number they read."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import HttpRequest
+
+PAGE_MAX = 10_000  # a page number past this is a crafted URL; PostgreSQL's OFFSET would overflow its bigint
 
 
 def page_slice(rows: QuerySet[Any], page: int, size: int) -> tuple[list[Any], bool]:
@@ -13,3 +16,12 @@ def page_slice(rows: QuerySet[Any], page: int, size: int) -> tuple[list[Any], bo
     start = (max(page, 1) - 1) * size
     found = list(rows[start:start + size + 1])
     return found[:size], len(found) > size
+
+
+def page_number(request: HttpRequest, name: str = "page") -> int:
+    """The page asked for in the query string, 1 to PAGE_MAX. Garbage (`abc`, `1.5`, empty) means the first page
+    and a number out of range is brought into it: a hand-edited link still answers a page, never an error."""
+    try:
+        return min(max(int(request.GET.get(name, 1)), 1), PAGE_MAX)
+    except ValueError:
+        return 1

@@ -32,16 +32,6 @@ def page_context(request: HttpRequest, project: Project, section: str, **extra: 
     return {"project": project, "projects": projects, "section": section, **extra}
 
 
-PAGE_MAX = 10_000  # a page number past this is a crafted URL; PostgreSQL's OFFSET would overflow its bigint
-
-
-def int_param(request: HttpRequest, name: str, default: int = 1) -> int:
-    try:
-        return min(max(int(request.GET.get(name, default)), 1), PAGE_MAX)
-    except ValueError:
-        return default
-
-
 def text_param(request: HttpRequest, name: str, max_length: int = 254) -> str:
     """A free-text filter from the query string, without the NUL characters PostgreSQL refuses in any text."""
     return request.GET.get(name, "").replace("\x00", "")[:max_length]

@@ -8,7 +8,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from dashboard.common import int_param, page_context, principal_of, project_of
+from brain.paging import page_number
+from dashboard.common import page_context, principal_of, project_of
 from knowledge.selectors.guard_log import guard_decisions_list
 
 FILTERS = ("", "blocked", "warned", "allowed")
@@ -17,7 +18,7 @@ FILTERS = ("", "blocked", "warned", "allowed")
 @login_required
 def guard_decisions(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
-    page = int_param(request, "page")
+    page = page_number(request)
     only = request.GET.get("only", "")
     only = only if only in FILTERS else ""
     rows, more = guard_decisions_list(principal=principal_of(request), project=project, page=page, only=only)

@@ -12,7 +12,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from brain.errors import NotFound
-from dashboard.common import int_param, page_context, principal_of, project_of, text_param
+from brain.paging import page_number
+from dashboard.common import page_context, principal_of, project_of, text_param
 from dashboard.forms import EditForm, KnowledgeSearchForm, SupersedeForm, TeachForm
 from knowledge.models import KnowledgeItem
 from knowledge.selectors.dashboard import (
@@ -63,7 +64,7 @@ def knowledge_index(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse
                                   tag=filters.tag or "", min_confidence=filters.min_confidence)
         context.update(hits=result.hits, result=result)
     else:
-        page = int_param(request, "page")
+        page = page_number(request)
         rows, more = knowledge_list(principal=principal, project=project, filters=filters, page=page,
                                     floor=decay_floor())
         context.update(rows=rows, page=page, more=more, querystring=_without_page(request))

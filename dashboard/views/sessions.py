@@ -10,7 +10,8 @@ from django.shortcuts import render
 
 from brain.durations import human_duration
 from brain.errors import NotFound
-from dashboard.common import int_param, page_context, principal_of, project_of, text_param
+from brain.paging import page_number
+from dashboard.common import page_context, principal_of, project_of, text_param
 from sessions.selectors.dashboard import session_clients, session_detail, sessions_list
 
 
@@ -18,7 +19,7 @@ from sessions.selectors.dashboard import session_clients, session_detail, sessio
 def sessions_index(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
     project = project_of(request, project_id)
     principal = principal_of(request)
-    page = int_param(request, "page")
+    page = page_number(request)
     outcome, client = text_param(request, "outcome"), text_param(request, "client")
     rows, more = sessions_list(principal=principal, project=project, page=page, outcome=outcome, client=client)
     for row in rows:

@@ -7,8 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from brain.paging import page_slice
-from dashboard.common import int_param, principal_of
+from brain.paging import page_number, page_slice
+from dashboard.common import principal_of
 from dashboard.forms import PeerCardForm
 from knowledge.selectors.dashboard import peer_card_facts
 from knowledge.services.peer import peer_card_set
@@ -36,6 +36,6 @@ def peer_card(request: HttpRequest) -> HttpResponse:
 @login_required
 def audit_log(request: HttpRequest) -> HttpResponse:
     assert isinstance(request.user, User)
-    page = int_param(request, "page")
+    page = page_number(request)
     events, more = page_slice(audit_for_owner(user=request.user), page, AUDIT_PAGE)
     return render(request, "dashboard/audit.html", {"events": events, "page": page, "more": more})
