@@ -207,8 +207,12 @@ def token_joined(built: dict[str, Model | None]) -> ApiToken:
     return token
 
 
+TOKENS_PAGE = 50  # rows of the /settings/tokens list; revoked and expired tokens stay listed, so it only grows
+
+
 def tokens_of(*, user: User) -> QuerySet[ApiToken]:
-    return ApiToken.objects.filter(user=user).select_related("project")
+    """The user's tokens, newest first; the id breaks ties so a page boundary never skips or repeats one."""
+    return ApiToken.objects.filter(user=user).select_related("project").order_by("-created_at", "-id")
 
 
 PREFIX_MIN = 8  # characters a typed prefix needs, `ebt_` counted when given

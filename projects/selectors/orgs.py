@@ -28,9 +28,14 @@ def role_in(*, user: User, org: Org) -> str | None:
     return Membership.objects.filter(org=org, user=user).values_list("role", flat=True).first()
 
 
+MEMBERS_PAGE = 50  # rows of an org page's member list
+
+
 def memberships_of_org(*, user: User, org: Org) -> QuerySet[Membership]:
+    """The org's members if the user is one of them (none otherwise), by role then e-mail; the id makes the order
+    total, so a page boundary never skips or repeats a member."""
     return Membership.objects.filter(org=org, org__memberships__user=user).select_related("user").order_by(
-        "role", "user__email"
+        "role", "user__email", "id"
     )
 
 

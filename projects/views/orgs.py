@@ -15,9 +15,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from brain.addresses import public_link
 from brain.errors import NotFound, ValidationFailed
+from brain.paging import page_number, page_slice
 from projects.forms import InviteForm, OrgCreateForm, RoleForm, client_ip
 from projects.models import Membership, Org, User
 from projects.selectors.orgs import (
+    MEMBERS_PAGE,
     invitations_open,
     memberships_of_org,
     memberships_of_user,
@@ -72,8 +74,11 @@ def org_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _detail_page(request: HttpRequest, user: User, org: Org, invite_form: InviteForm | None = None) -> HttpResponse:
     """The org's page; with a refused invitation, its form as sent with the reason beside it (status 400)."""
+    page = page_number(request)
+    members, more = page_slice(memberships_of_org(user=user, org=org), page, MEMBERS_PAGE)
     context = {
-        "org": org, "role": role_in(user=user, org=org), "members": memberships_of_org(user=user, org=org),
+        "org": org, "role": role_in(user=user, org=org), "members": members, "page": page, "more": more,
+        "page_size": MEMBERS_PAGE,
         "invitations": invitations_open(user=user, org=org), "invite_form": invite_form or InviteForm(),
     }
     return render(request, "orgs/detail.html", context, status=400 if invite_form is not None else 200)

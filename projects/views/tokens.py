@@ -13,11 +13,12 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from brain.paging import page_number, page_slice
 from projects.clients import CLIENTS, OSES, PROFILES, setup_steps
 from projects.forms import TokenMintForm
 from projects.models import User
 from projects.scope import Principal
-from projects.selectors.accounts import projects_visible, tokens_of
+from projects.selectors.accounts import TOKENS_PAGE, projects_visible, tokens_of
 from projects.services.accounts import token_create, token_revoke
 from projects.views.attempt import Refused, attempt, login_required_to_act
 
@@ -73,7 +74,10 @@ def tokens(request: HttpRequest) -> HttpResponse:
             token, raw = created
             request.session[MINTED_KEY] = {"id": str(token.id), "raw": raw}
             return redirect(f"{reverse('tokens')}?{urlencode({'profile': _chosen_profile(request)})}")
-    context: dict[str, object] = {"form": form, "tokens": tokens_of(user=user)}
+    page = page_number(request)
+    listed, more = page_slice(tokens_of(user=user), page, TOKENS_PAGE)
+    context: dict[str, object] = {"form": form, "tokens": listed, "page": page, "more": more,
+                                  "page_size": TOKENS_PAGE}
     if request.method == "GET":
         context.update(_minted_once(request, user))
     return render(request, "tokens/tokens.html", context)
