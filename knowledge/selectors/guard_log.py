@@ -22,4 +22,5 @@ def guard_decisions_list(*, principal: Principal, project: Project, page: int = 
         rows = rows.filter(allowed=True).exclude(warnings=[])
     elif only == "allowed":
         rows = rows.filter(allowed=True, warnings=[])
-    return page_slice(rows.order_by("-created_at"), page, PAGE)
+    # The id breaks ties between decisions of one instant, so a page boundary neither skips nor repeats one.
+    return page_slice(rows.order_by("-created_at", "-id"), page, PAGE)

@@ -15,4 +15,5 @@ def audit_for_owner(*, user: User, org_id: str | None = None) -> QuerySet[AuditE
     qs = AuditEvent.objects.filter(org_id__in=owned).select_related("org")
     if org_id:
         qs = qs.filter(org_id=org_id)
-    return qs.order_by("-created_at")
+    # The id breaks ties between events of one instant (a bulk action), so paging neither skips nor repeats one.
+    return qs.order_by("-created_at", "-id")
