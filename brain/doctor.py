@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "check database, pgvector, broker, embedder, vectors, migrations and indexes"
+HELP = "check database, pgvector, broker, embedder, vectors, migrations, indexes and guard rules"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
         ("vectors", _check_named("BRAIN_VECTORS_CHECK", "not configured")),
         ("migrations", check_migrations()),
         ("indexes", check_indexes()),
+        ("guard", _check_named("BRAIN_GUARD_CHECK", "not configured")),
     ]
     for name, (ok, detail) in checks:
         print(f"{'ok  ' if ok else 'FAIL'} {name:<11} {detail}")

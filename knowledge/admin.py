@@ -134,6 +134,11 @@ class GuardPatternAdmin(admin.ModelAdmin):
     # A new pattern is a new rule; severity and the alternative stay editable.
     readonly_fields = ("knowledge", "kind", "pattern")
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # Its form could set neither the rule nor the pattern (saving it failed on the missing rule). A rule is added
+        # with its text and pattern together by `guard_rule_add`, which also refuses a pattern the guard cannot run.
+        return False
+
 
 @admin.register(GuardDecision)
 class GuardDecisionAdmin(admin.ModelAdmin):

@@ -10,6 +10,7 @@ warn: a model's similarity is never grounds to refuse an action.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import shlex
 import threading
@@ -24,11 +25,16 @@ from django.db import connection
 from django.db.models import Q
 from pgvector import Vector
 
+from brain.errors import ValidationFailed
+from brain.logs import log_op
 from brain.sql_rows import execute_prepared
 from knowledge.embeddings import EmbeddingUnavailable, embed_query
 from knowledge.globs import Glob, compiled_glob
 from knowledge.guard_models import GuardCalibration, GuardKind, GuardPattern, GuardRuleVersion, GuardSeverity
+from knowledge.guard_regex import CommandRegex, command_regex_compile
 from knowledge.models import REVIEW_HELD, KnowledgeItem, KnowledgeType
+
+logger = logging.getLogger(__name__)
 
 # Cosine similarity at or above which a stored forbidden action warns, until `brain guard calibrate` has
 # measured one for the embedding model in use (MiniLM: paraphrases of one instruction score ~0.65-0.9,
@@ -46,7 +52,7 @@ class Rule:
     severity: str
     text: str
     alternative: str
-    regex: re.Pattern[str] | None = None  # a command_regex rule's
+    regex: CommandRegex | None = None  # a command_regex rule's
     glob: Glob | None = None  # a path_glob rule's
 
 
@@ -82,13 +88,30 @@ def _normal_path(word: str) -> str:
     return word[2:] if word.startswith("./") else word
 
 
+_SKIPPED: set[tuple[str, str]] = set()  # (rule id, pattern) already logged by this process
+
+
+def _skipped(row: GuardPattern, problem: str) -> None:
+    """One warning per process for a stored rule the guard cannot run (`brain doctor`'s guard line lists them all)."""
+    key = (str(row.knowledge_id), row.pattern)
+    if key in _SKIPPED:
+        return
+    _SKIPPED.add(key)
+    log_op(logger, "guard.rule_skipped", level=logging.WARNING, rule=key[0], kind=row.kind, pattern=row.pattern,
+           owner=str(row.knowledge.owner_id), problem=problem)
+
+
 def _compile(row: GuardPattern) -> Rule | None:
-    regex: re.Pattern[str] | None = None
-    try:
-        if row.kind == GuardKind.COMMAND_REGEX:
-            regex = re.compile(row.pattern)
-    except re.error:
-        return None  # stored before validation existed; never fails a check
+    regex: CommandRegex | None = None
+    if row.kind == GuardKind.COMMAND_REGEX:
+        try:
+            regex = command_regex_compile(row.pattern)
+        except ValidationFailed as exc:
+            # Stored before patterns had to be RE2 syntax (or written past the service). Running it with Python's
+            # backtracking engine could stall every check of the scope, and failing the check would stop the agent
+            # for a rule nobody can fix from there: the rule is skipped, logged, and reported by `brain doctor`.
+            _skipped(row, exc.message)
+            return None
     item = row.knowledge
     return Rule(id=str(item.id), kind=row.kind, pattern=row.pattern, severity=row.severity,
                 text=" ".join(item.content.split()), alternative=row.alternative, regex=regex,

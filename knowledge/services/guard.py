@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 
 from django.db import connection, transaction
 
@@ -19,6 +18,7 @@ from knowledge.guard_models import (
     GuardPattern,
     GuardSeverity,
 )
+from knowledge.guard_regex import command_regex_compile
 from knowledge.models import KnowledgeItem, KnowledgeType
 from knowledge.selectors.guard import Verdict, guard_check
 from knowledge.services.create import KnowledgeDraft, knowledge_create
@@ -33,10 +33,7 @@ def _check_pattern(kind: str, pattern: str) -> None:
     if not pattern.strip() or len(pattern) > GUARD_PATTERN_MAX:
         raise ValidationFailed(f"pattern must be 1-{GUARD_PATTERN_MAX} characters")
     if kind == GuardKind.COMMAND_REGEX:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValidationFailed(f"pattern is not a valid regular expression: {exc}") from None
+        command_regex_compile(pattern.strip())  # the guard matches it with RE2: refused here, never skipped there
 
 
 def guard_rule_add(

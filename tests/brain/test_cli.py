@@ -73,7 +73,7 @@ def test_token_revoke_by_prefix(db_env, tenant_a) -> None:
 def test_doctor_reports_each_dependency(db_env) -> None:
     result = run_brain("doctor", env=db_env)
     names = [line.split()[1] for line in result.stdout.splitlines()]
-    assert names == ["database", "pgvector", "broker", "embedder", "vectors", "migrations", "indexes"]
+    assert names == ["database", "pgvector", "broker", "embedder", "vectors", "migrations", "indexes", "guard"]
     assert result.returncode == 0, result.stdout
 
 
