@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from knowledge.guard_models import GUARD_ACTION_MAX
 from mcpgw.registry import ToolModel
 
 TASK_MAX = 4000
@@ -41,7 +42,8 @@ class CodingContextOut(ToolModel):
 
 
 class GuardIn(ToolModel):
-    action: str = Field(min_length=1, max_length=2000, description="The action to check (command or file edit)")
+    action: str = Field(min_length=1, max_length=GUARD_ACTION_MAX,
+                        description="The action to check (command or file edit)")
 
 
 class GuardOut(ToolModel):
