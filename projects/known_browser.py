@@ -6,8 +6,9 @@ but it also let anyone lock the owner out: a hundred wrong passwords from twenty
 everyone for the lockout's length, again and again. An attempt from a browser that holds this account's cookie
 is counted under that browser's own id instead of the account's and address's keys, so strangers' guesses
 never lock it, and its own failures lock only itself. The cookie proves a past sign-in, not identity: it never
-replaces the password, and a cookie of another account counts for nothing. (The "device cookie" design of the
-OWASP authentication cheat sheet.)
+replaces the password, and a cookie of another account counts for nothing. It is also bound to the account's
+password hash: a password change or reset (an owner taking back an account someone else opened) forgets every
+browser known before it. (The "device cookie" design of the OWASP authentication cheat sheet.)
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ import secrets
 from django.core import signing
 from django.http import HttpRequest, HttpResponseBase
 
+from projects.models import User
+from projects.selectors.accounts import password_stamp
+
 COOKIE = "brain_known_browser"
 MAX_AGE_S = 180 * 24 * 3600
 _SALT = "projects.known_browser"
 
 
-def _account(email: str) -> str:
-    return hashlib.sha256(email.strip().lower().encode()).hexdigest()[:32]
+def _account(email: str, password: str) -> str:
+    return hashlib.sha256(f"{email.strip().lower()}\0{password}".encode()).hexdigest()[:32]
 
 
 def known_browser_id(request: HttpRequest | None, *, email: str) -> str | None:
@@ -36,14 +40,15 @@ def known_browser_id(request: HttpRequest | None, *, email: str) -> str | None:
         value = signing.loads(raw, salt=_SALT, max_age=MAX_AGE_S)
     except signing.BadSignature:  # forged, altered or expired (SignatureExpired is a BadSignature)
         return None
-    if not isinstance(value, dict) or value.get("a") != _account(email) or not isinstance(value.get("b"), str):
+    if not isinstance(value, dict) or not isinstance(value.get("b"), str):
         return None
-    return value["b"]
+    stamp = password_stamp(email=email)  # read only for a browser that holds a well-signed cookie
+    return value["b"] if stamp and value.get("a") == _account(email, stamp) else None
 
 
-def known_browser_remember(request: HttpRequest, response: HttpResponseBase, *, email: str) -> None:
+def known_browser_remember(request: HttpRequest, response: HttpResponseBase, *, user: User) -> None:
     """Sets (or renews, keeping its id) the cookie after a successful sign-in to the account."""
-    browser = known_browser_id(request, email=email) or secrets.token_urlsafe(12)
-    value = signing.dumps({"a": _account(email), "b": browser}, salt=_SALT)
+    browser = known_browser_id(request, email=user.email) or secrets.token_urlsafe(12)
+    value = signing.dumps({"a": _account(user.email, user.password), "b": browser}, salt=_SALT)
     response.set_cookie(COOKIE, value, max_age=MAX_AGE_S, httponly=True, secure=request.is_secure(),
                         samesite="Lax")

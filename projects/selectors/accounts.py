@@ -32,6 +32,12 @@ def user_by_email(*, email: str) -> User:
     return user
 
 
+def password_stamp(*, email: str) -> str:
+    """The stored password hash of the account with this address ("" when there is none), which a sign-in's
+    known-browser cookie is bound to."""
+    return User.objects.filter(email=email.strip().lower()).values_list("password", flat=True).first() or ""
+
+
 def personal_org(*, user: User) -> Org:
     return Org.objects.get(personal_for=user)
 

@@ -35,7 +35,7 @@ class SignInView(auth_views.LoginView):
 
     def form_valid(self, form: AuthenticationForm) -> HttpResponse:
         response = super().form_valid(form)
-        known_browser_remember(self.request, response, email=form.get_user().email)
+        known_browser_remember(self.request, response, user=form.get_user())
         return response
 
 
@@ -48,5 +48,5 @@ class BrainAdminSite(admin.AdminSite):
         response = super().login(request, extra_context)
         locked_answer(response)
         if request.method == "POST" and request.user.is_authenticated and response.status_code == 302:
-            known_browser_remember(request, response, email=request.user.email)
+            known_browser_remember(request, response, user=request.user)
         return response

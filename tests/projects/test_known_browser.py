@@ -91,3 +91,17 @@ def test_the_admin_sign_in_remembers_the_browser_too(settings: Any, tenant_a: Te
     owners.defaults["REMOTE_ADDR"] = "10.4.0.1"
     assert owners.post("/admin/login/", {"username": tenant_a.user.email, "password": PASSWORD}).status_code == 302
     assert not LoginThrottle.objects.filter(key__contains=tenant_b.user.email).exists()
+
+
+@pytest.mark.django_db
+def test_a_new_password_forgets_the_browsers_known_before(settings: Any, tenant_a: Tenant, tenant_b: Tenant) -> None:
+    settings.BRAIN_THROTTLE = {"account_failures": 10}
+    owners = _browser_that_signed_in(tenant_a.user.email)
+    others = _browser_that_signed_in(tenant_b.user.email)
+    tenant_a.user.set_password("a brand new long pass 8")
+    tenant_a.user.save(update_fields=["password"])
+    _guess_from_many_addresses(tenant_a.user.email, addresses=5)
+    assert_locked(_attempt(owners, tenant_a.user.email, "a brand new long pass 8", "10.1.0.1"), minutes=15)
+    # The other tenant's browser is still known to its own, unchanged account.
+    _guess_from_many_addresses(tenant_b.user.email, addresses=5)
+    assert _attempt(others, tenant_b.user.email, PASSWORD, "10.3.0.1").status_code == 302
