@@ -16,6 +16,7 @@ from brain.text import text_storable
 from mcpgw.models import CLIENT_NAME_MAX, CLIENT_VERSION_MAX, McpSession
 from mcpgw.selectors import live_q, mcp_sessions_open_of
 from projects.models import ApiToken
+from sessions.selectors.cognibrain import bindings_open
 from sessions.services.current import sessions_bound_close
 
 logger = logging.getLogger("mcpgw")
@@ -98,6 +99,32 @@ def mcp_sessions_sweep(*, now: datetime | None = None) -> int:
         with transaction.atomic():
             swept += _close(session, reason="idle", now=now)
     return swept
+
+
+# A tool call already past its session check when the client DELETEs can open a Cognibrain session after the close
+# ended the bound ones. The sweep ends such a late session as the close would have; it looks back this far (a late
+# session appears within a call's length of the close).
+LATE_BOUND_WINDOW = timedelta(hours=1)
+
+
+def mcp_sessions_late_bound_close(*, now: datetime | None = None) -> int:
+    """Ends the open Cognibrain sessions bound to an MCP session closed within LATE_BOUND_WINDOW, with that close's
+    reason; returns how many (each is logged)."""
+    now = now or timezone.now()
+    open_bindings = bindings_open()
+    if not open_bindings:
+        return 0
+    recent = McpSession.objects.filter(closed_at__gte=now - LATE_BOUND_WINDOW).only("id", "close_reason")
+    ended = 0
+    for session in recent.iterator():
+        if session.binding in open_bindings:
+            abandoned, summary = BOUND_CLOSE.get(session.close_reason, BOUND_CLOSE["idle"])
+            with transaction.atomic():
+                count = sessions_bound_close(binding=session.binding, abandoned=abandoned, summary=summary)
+            log_op(logger, "mcp.session.late_bound_closed", sessionPrefix=session.prefix,
+                   reason=session.close_reason, count=count)
+            ended += count
+    return ended
 
 
 def mcp_sessions_purge(*, now: datetime | None = None) -> int:

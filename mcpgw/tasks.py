@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from mcpgw.services import mcp_sessions_purge, mcp_sessions_sweep
+from mcpgw.services import mcp_sessions_late_bound_close, mcp_sessions_purge, mcp_sessions_sweep
 from sessions.services.current import cognibrain_sessions_sweep
 
 
@@ -12,6 +12,7 @@ from sessions.services.current import cognibrain_sessions_sweep
 def sweep_idle_sessions() -> int:
     """Every 5 minutes (beat): close idle sessions, logging the orphans; delete long-closed ones."""
     closed = mcp_sessions_sweep()
+    mcp_sessions_late_bound_close()  # Cognibrain sessions a call opened just after its MCP session closed
     mcp_sessions_purge()
     cognibrain_sessions_sweep()  # Cognibrain current sessions idle for 2 hours close as abandoned
     return closed

@@ -119,3 +119,8 @@ def health_of(*, principal: Principal, now: datetime | None = None) -> Health:
     last = runs.values_list("created_at", flat=True).first()
     degraded = _degraded()
     return Health("degraded" if degraded else "healthy", live.count(), stale.count(), last, degraded)
+
+
+def bindings_open() -> set[str]:
+    """The transport bindings that have an open current session (the partial index of open bound sessions)."""
+    return set(Session.objects.filter(ended_at__isnull=True).exclude(binding="").values_list("binding", flat=True))

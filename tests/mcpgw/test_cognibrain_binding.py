@@ -80,3 +80,25 @@ def test_an_mcp_session_without_cognibrain_calls_closes_nothing(cog_a: Cog) -> N
     quiet = cog_a.initialize()
     assert cog_a.delete(quiet).status_code == 200
     assert Session.objects.get(client_type="cognibrain").ended_at is None
+
+
+def test_a_session_a_late_call_opened_after_delete_is_ended_by_the_sweep(cog_a: Cog, cog_b: Cog,
+                                                                          tenant_a: Tenant) -> None:
+    from mcpgw.tasks import sweep_idle_sessions
+    from projects.scope import Principal
+    from sessions.services.current import session_current
+
+    deleted, theirs = cog_a.initialize(), cog_b.initialize()
+    guard(cog_b, theirs)
+    binding = McpSession.objects.get(pk=deleted).binding
+    assert cog_a.delete(deleted).status_code == 200
+    # A call that passed its session check before the DELETE reaches the current session only now.
+    late = session_current(principal=Principal(user=tenant_a.user, token=tenant_a.user_token, binding=binding))
+    assert late.ended_at is None
+
+    assert sweep_idle_sessions.apply().get() == 0  # no MCP session was idle; the late agent session is ended
+    late.refresh_from_db()
+    assert late.ended_at is not None and late.success is True
+    assert late.outcome and late.outcome["report"]["summary"].startswith("completed: its MCP session")
+    assert agent(theirs).ended_at is None  # the other tenant's open MCP session keeps its agent session
+    assert McpSession.objects.get(pk=theirs).closed_at is None
