@@ -25,3 +25,9 @@ def page_number(request: HttpRequest, name: str = "page") -> int:
         return min(max(int(request.GET.get(name, 1)), 1), PAGE_MAX)
     except ValueError:
         return 1
+
+
+def on_same_page(url: str, request: HttpRequest) -> str:
+    """`url` showing the page the request came from (an action posted from page 3 of a list lands back on page 3)."""
+    page = page_number(request)
+    return f"{url}?page={page}" if page > 1 else url

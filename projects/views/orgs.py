@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from brain.addresses import public_link
 from brain.errors import NotFound, ValidationFailed
-from brain.paging import page_number, page_slice
+from brain.paging import on_same_page, page_number, page_slice
 from projects.forms import InviteForm, OrgCreateForm, RoleForm, client_ip
 from projects.models import Membership, Org, User
 from projects.selectors.orgs import (
@@ -138,7 +138,7 @@ def org_member_role(request: HttpRequest, slug: str, membership_id: uuid.UUID) -
                                    role=form.cleaned_data["role"])
 
     attempt(request, change, ok="Role changed.")
-    return redirect("org_detail", slug=slug)
+    return redirect(on_same_page(reverse("org_detail", args=[slug]), request))
 
 
 @login_required_to_act
@@ -147,13 +147,14 @@ def org_member_remove(request: HttpRequest, slug: str, membership_id: uuid.UUID)
     user = _user(request)
     removed = attempt(request, lambda: membership_remove(user=user, org=_org_or_404(user, slug),
                                                          membership_id=membership_id))
+    back = on_same_page(reverse("org_detail", args=[slug]), request)
     if isinstance(removed, Refused):
-        return redirect("org_detail", slug=slug)
+        return redirect(back)
     if removed.user_id == user.pk:
         messages.success(request, "You left the org.")
         return redirect("org_list")
     messages.success(request, f"{removed.user.email} was removed.")
-    return redirect("org_detail", slug=slug)
+    return redirect(back)
 
 
 @login_required_to_act

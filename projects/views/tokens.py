@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from brain.paging import page_number, page_slice
+from brain.paging import on_same_page, page_number, page_slice
 from projects.clients import CLIENTS, OSES, PROFILES, setup_steps
 from projects.forms import TokenMintForm
 from projects.models import User
@@ -101,7 +101,7 @@ def token_revoke_view(request: HttpRequest, token_id: uuid.UUID) -> HttpResponse
     assert isinstance(user, User)
     attempt(request, lambda: token_revoke(user=user, token_id=token_id),
             ok=lambda token: f"Token {token.prefix}… revoked. Its next request fails.")
-    return redirect("tokens")
+    return redirect(on_same_page(reverse("tokens"), request))
 
 
 @login_required

@@ -147,3 +147,24 @@ def test_a_crafted_members_page_number_answers_a_page(team: tuple[str, list[str]
         assert response.status_code == 200, bad
         assert re.findall(MEMBER, response.content.decode()) in (emails[:MEMBERS_PAGE], []), bad
     assert "No members this far down the list." in client.get(f"/orgs/{slug}/?page=9").content.decode()
+
+
+def test_an_action_taken_on_a_later_page_lands_back_on_it(many_tokens: list[str], team: tuple[str, list[str]],
+                                                          tenant_a: Tenant, tenant_b: Tenant) -> None:
+    client = _client(tenant_a)
+    page_two = client.get("/settings/tokens?page=2").content.decode()
+    action = re.search(r'action="(/settings/tokens/[0-9a-f-]+/revoke\?page=2)"', page_two)
+    assert action is not None
+    assert client.post(action.group(1))["Location"] == "/settings/tokens?page=2"
+    assert "revoked. Its next request fails." in client.get("/settings/tokens?page=2").content.decode()
+    slug, _ = team
+    members = client.get(f"/orgs/{slug}/?page=2").content.decode()
+    remove = re.search(rf'action="(/orgs/{slug}/members/[0-9a-f-]+/remove\?page=2)"', members)
+    assert remove is not None
+    assert client.post(remove.group(1))["Location"] == f"/orgs/{slug}/?page=2"
+    assert client.post(f"/settings/tokens/{tenant_a.user_token.pk}/revoke")["Location"] == "/settings/tokens"
+    # The other tenant cannot act on A's rows from any page: its token and membership stay.
+    other = _client(tenant_b)
+    other.post(f"/settings/tokens/{tenant_a.project_token.pk}/revoke?page=2")
+    assert ApiToken.objects.get(pk=tenant_a.project_token.pk).revoked_at is None
+    assert ApiToken.objects.filter(user=tenant_b.user, revoked_at__isnull=True).count() == 2
