@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     rows = [COLUMNS] + [
         (t.prefix, t.label or "-", t.project.name if t.project else "(all projects)", _when(t.created_at),
          _when(t.last_used_at), _when(t.revoked_at))
-        for t in tokens_of(user=user).order_by("-created_at")
+        for t in tokens_of(user=user)
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     for row in rows:
