@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from knowledge.models import Contradiction, KnowledgeItem, ProposalStatus
 from projects.models import AuditEvent
 from tests.conftest import Tenant
 from tests.dashboard.world import World, build_world
+from tests.mcpgw.conftest import ops
 
 pytestmark = pytest.mark.django_db
 
@@ -174,9 +176,12 @@ def test_peer_card_oracle_and_audit(client: Client, tenant_a: Tenant, tenant_b: 
     _login(client, tenant_a)
     client.post(reverse("dash_peer_card"), {"facts": "editor: helixsecret\ntone: terse"})
     assert "editor: helixsecret" in client.get(reverse("dash_peer_card")).content.decode()
-    answer = client.post(reverse("dash_oracle", args=[tenant_a.project.id]),
-                         {"question": "how do migrations run?"}).content.decode()
+    oracle_url = reverse("dash_oracle", args=[tenant_a.project.id])
+    asked = client.post(oracle_url, {"question": "how do migrations run?"})
+    assert asked.status_code == 302 and asked["Location"] == oracle_url  # reloading the answer never asks again
+    answer = client.get(oracle_url).content.decode()
     assert "alphaword migrations run in a release step" in answer and "groundedness" in answer
+    assert "how do migrations run?" in answer  # the question stays in its box
     audit = client.get(reverse("dash_audit")).content.decode()
     assert "Knowledge deleted" in audit and "Token minted" in audit
     _login(client, tenant_b)
@@ -403,3 +408,22 @@ def test_a_long_timeline_says_it_is_cut(client: Client, tenant_a: Tenant, tenant
     assert "The first 5 of 8 events" in page and page.count('<span class="tag">note</span>') <= 5
     _login(client, tenant_b)
     assert client.get(reverse("dash_session", args=[tenant_a.project.id, session.id])).status_code == 404
+
+
+def test_the_oracle_asks_once_per_question_and_keeps_each_projects_answer(
+        client: Client, caplog: pytest.LogCaptureFixture, tenant_a: Tenant, tenant_b: Tenant, world_a: World,
+        world_b: World) -> None:
+    caplog.set_level(logging.INFO)
+    _login(client, tenant_a)
+    oracle_url = reverse("dash_oracle", args=[tenant_a.project.id])
+    client.post(oracle_url, {"question": "how do migrations run?"})
+    assert len(ops(caplog, "oracle.ask")) == 1
+    for _ in range(3):  # reloads
+        page = client.get(oracle_url).content.decode()
+        assert "alphaword migrations run in a release step" in page
+    assert len(ops(caplog, "oracle.ask")) == 1
+    assert client.post(oracle_url, {"question": "x"}).status_code == 200  # refused: the form says why, no redirect
+    # The other tenant's oracle page shows nothing of A's answer, and A's answer is not on B's project.
+    _login(client, tenant_b)
+    other = client.get(reverse("dash_oracle", args=[tenant_b.project.id])).content.decode()
+    assert "alphaword" not in other and "how do migrations run?" not in other
