@@ -1,5 +1,5 @@
 """A browser that has signed in to an account before carries a signed cookie naming that account (by a hash of
-its address, never the address) and a random id of its own.
+its address and password hash, never the address) and a random id of its own.
 
 The account-wide failure ceiling (projects.services.throttle) is what stops guessing spread over many addresses,
 but it also let anyone lock the owner out: a hundred wrong passwords from twenty addresses closed the account to
@@ -31,8 +31,8 @@ def _account(email: str, password: str) -> str:
     return hashlib.sha256(f"{email.strip().lower()}\0{password}".encode()).hexdigest()[:32]
 
 
-def known_browser_id(request: HttpRequest | None, *, email: str) -> str | None:
-    """The browser's id when it carries a valid, unexpired cookie of the account with this address; else None."""
+def _held(request: HttpRequest | None) -> tuple[str, str] | None:
+    """(account hash, browser id) of the well-signed, unexpired cookie the request carries, or None."""
     raw = request.COOKIES.get(COOKIE) if request is not None else None
     if not raw:
         return None
@@ -40,15 +40,24 @@ def known_browser_id(request: HttpRequest | None, *, email: str) -> str | None:
         value = signing.loads(raw, salt=_SALT, max_age=MAX_AGE_S)
     except signing.BadSignature:  # forged, altered or expired (SignatureExpired is a BadSignature)
         return None
-    if not isinstance(value, dict) or not isinstance(value.get("b"), str):
+    if not isinstance(value, dict) or not isinstance(value.get("a"), str) or not isinstance(value.get("b"), str):
+        return None
+    return value["a"], value["b"]
+
+
+def known_browser_id(request: HttpRequest | None, *, email: str) -> str | None:
+    """The browser's id when it carries a valid, unexpired cookie of the account with this address; else None."""
+    held = _held(request)
+    if held is None:
         return None
     stamp = password_stamp(email=email)  # read only for a browser that holds a well-signed cookie
-    return value["b"] if stamp and value.get("a") == _account(email, stamp) else None
+    return held[1] if stamp and held[0] == _account(email, stamp) else None
 
 
 def known_browser_remember(request: HttpRequest, response: HttpResponseBase, *, user: User) -> None:
     """Sets (or renews, keeping its id) the cookie after a successful sign-in to the account."""
-    browser = known_browser_id(request, email=user.email) or secrets.token_urlsafe(12)
-    value = signing.dumps({"a": _account(user.email, user.password), "b": browser}, salt=_SALT)
+    account, held = _account(user.email, user.password), _held(request)
+    browser = held[1] if held is not None and held[0] == account else secrets.token_urlsafe(12)
+    value = signing.dumps({"a": account, "b": browser}, salt=_SALT)
     response.set_cookie(COOKIE, value, max_age=MAX_AGE_S, httponly=True, secure=request.is_secure(),
                         samesite="Lax")

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_http_methods
 
 from dashboard.common import page_context, principal_of, project_of
 from dashboard.forms import OracleForm
+from projects.models import Project
 from projects.views.attempt import Refused, attempt
 from sessions.selectors.oracle import Citation, OracleAnswer, oracle_ask
 
@@ -43,7 +44,7 @@ def oracle(request: HttpRequest, project_id: uuid.UUID) -> HttpResponse:
     return _page(request, project, OracleForm(initial={"question": question}), answer)
 
 
-def _page(request: HttpRequest, project: Any, form: OracleForm, answer: OracleAnswer | None) -> HttpResponse:
+def _page(request: HttpRequest, project: Project, form: OracleForm, answer: OracleAnswer | None) -> HttpResponse:
     return render(request, "dashboard/oracle.html", page_context(request, project, "oracle", form=form, answer=answer))
 
 
