@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from knowledge.injection import Injection
-from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAGS_MAX, TRIGGER_MAX, KnowledgeItem
+from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAG_MAX, TAGS_MAX, TRIGGER_MAX, KnowledgeItem
 from knowledge.search import QUERY_MAX
 from knowledge.selectors.live import PeerCardView, SkillsFound, UserStyle
 from knowledge.selectors.search import KnowledgeHit
@@ -25,6 +25,10 @@ from sessions.services.outcome import SessionClosed
 
 ID_MAX = 64  # an id argument (a UUID is 36 characters)
 PROMPT_MAX = 8000
+ERROR_MAX = 4000  # one error of a close, as long as its summary may be
+# Items of a list argument carry their own cap, declared in the tool's inputSchema: the list's length alone let one
+# item take the whole request body into the stored outcome.
+IdItem = Annotated[str, Field(max_length=ID_MAX)]
 OMIT_WHEN_NONE = {"relevantKnowledge", "openActionItems", "hint", "injectionNotice"}
 
 
@@ -166,14 +170,14 @@ class ReportIn(_In):
     success: bool
     user_feedback: Literal["up", "down"] | None = None
     build_attempts: int = Field(1, ge=1, le=1000)
-    errors: list[str] = Field(default_factory=list, max_length=50)
+    errors: list[Annotated[str, Field(max_length=ERROR_MAX)]] = Field(default_factory=list, max_length=50)
     files_created: int = Field(0, ge=0)
     files_modified: int = Field(0, ge=0)
     files_rejected: int = Field(0, ge=0)
-    knowledge_used: list[str] = Field(default_factory=list, max_length=100)
+    knowledge_used: list[IdItem] = Field(default_factory=list, max_length=100)
     learnings: Learnings = Field(default_factory=list, description="0-5 learnings; an invalid item is dropped "
                                  "with a reason (see learnings.dropped), never failing the close")
-    resolved_action_item_ids: list[str] = Field(default_factory=list, max_length=50)
+    resolved_action_item_ids: list[IdItem] = Field(default_factory=list, max_length=50)
     summary: str = Field("", max_length=4000)
 
 
@@ -223,7 +227,7 @@ class TeachIn(_In):
     trigger: str = Field("", max_length=TRIGGER_MAX)
     rationale: str = Field("", max_length=RATIONALE_MAX)
     type: Literal["reflex", "recipe", "heuristic", "principle", "anti_principle", "action_item"] = "heuristic"
-    tags: list[str] = Field(default_factory=list, max_length=TAGS_MAX)
+    tags: list[Annotated[str, Field(max_length=TAG_MAX)]] = Field(default_factory=list, max_length=TAGS_MAX)
     project_id: str | None = Field(None, max_length=ID_MAX)
     framework: str = Field("", max_length=STACK_NAME_MAX)
     language: str = Field("", max_length=STACK_NAME_MAX)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -12,6 +12,11 @@ from mcpgw.registry import ToolModel
 
 TASK_MAX = 4000
 MAX_BUDGET = 32000
+COMMAND_MAX = 2000
+# A path as long as Linux allows one (PATH_MAX); each file is matched against the project's globs, so its length is
+# the matcher's work as much as the list's.
+FilePath = Annotated[str, Field(max_length=4096)]
+Command = Annotated[str, Field(max_length=COMMAND_MAX)]
 
 
 class ContextIn(ToolModel):
@@ -28,7 +33,7 @@ class ContextOut(ToolModel):
 
 class CodingContextIn(ToolModel):
     task: str = Field(min_length=1, max_length=TASK_MAX, description="Current coding task")
-    files: list[str] = Field(default_factory=list, max_length=500, description="Files being edited")
+    files: list[FilePath] = Field(default_factory=list, max_length=500, description="Files being edited")
 
 
 class ScopedText(ToolModel):
@@ -80,8 +85,8 @@ class CorrectionOut(ToolModel):
 
 class PatchEvidenceIn(ToolModel):
     task: str = Field(min_length=1, max_length=TASK_MAX, description="Task that was completed")
-    files: list[str] = Field(default_factory=list, max_length=500, description="Files that were modified")
-    commands: list[str] = Field(default_factory=list, max_length=200, description="Commands that were executed")
+    files: list[FilePath] = Field(default_factory=list, max_length=500, description="Files that were modified")
+    commands: list[Command] = Field(default_factory=list, max_length=200, description="Commands that were executed")
 
 
 class PatchEvidenceOut(ToolModel):
@@ -99,7 +104,7 @@ class HealthOut(ToolModel):
 
 
 class OutcomeIn(ToolModel):
-    command: str = Field(min_length=1, max_length=2000, description="Command that was run")
+    command: str = Field(min_length=1, max_length=COMMAND_MAX, description="Command that was run")
     exit_code: int = Field(ge=-1_000_000, le=1_000_000, description="Exit code (0 = success)")
     stderr: str = Field(default="", max_length=100_000, description="Standard error output (on failure)")
 

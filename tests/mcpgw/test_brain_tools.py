@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from knowledge.models import KnowledgeItem
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from knowledge.services.peer import peer_card_set
+from sessions.models import Session
 from tests.conftest import Tenant
 from tests.mcpgw.conftest import Mcp, call_tool, error_of
 
@@ -51,6 +53,30 @@ def test_validation_errors_change_nothing(mcp_a: Mcp) -> None:
     sid = ok(mcp_a, "brain_start_session", {})["sessionId"]
     assert code(call_tool(mcp_a, "brain_log_event", {"sessionId": sid, "eventType": "dance"})) == "VALIDATION"
     assert ok(mcp_a, "brain_session_search", {"query": "dance"})["sessions"] == []
+
+
+def test_a_list_item_over_its_cap_is_refused_and_changes_nothing(mcp_a: Mcp, mcp_b: Mcp, tenant_a: Tenant) -> None:
+    sid = ok(mcp_a, "brain_start_session", {})["sessionId"]
+    rows_before = KnowledgeItem.objects.filter(owner=tenant_a.user).count()
+    too_long = (
+        ("brain_report_session_outcome", {"sessionId": sid, "success": False, "errors": ["ok", "e" * 4001]},
+         "errors.1"),
+        ("brain_report_session_outcome", {"sessionId": sid, "success": True, "knowledgeUsed": ["k" * 65]},
+         "knowledgeUsed.0"),
+        ("brain_report_session_outcome", {"sessionId": sid, "success": True, "resolvedActionItemIds": ["r" * 65]},
+         "resolvedActionItemIds.0"),
+        ("brain_teach_knowledge", {"rule": "pin node to 20 in CI", "tags": ["ci", "t" * 121]}, "tags.1"),
+    )
+    for name, args, where in too_long:
+        result = call_tool(mcp_a, name, args)
+        assert code(result) == "VALIDATION" and where in error_of(result)["message"], (name, result)
+    assert Session.objects.get(pk=sid).ended_at is None
+    assert KnowledgeItem.objects.filter(owner=tenant_a.user).count() == rows_before
+    # Items at their caps pass; the other tenant still cannot see the session.
+    assert code(call_tool(mcp_b, "brain_report_session_outcome", {"sessionId": sid, "success": True})) == "NOT_FOUND"
+    ok(mcp_a, "brain_report_session_outcome", {"sessionId": sid, "success": False, "errors": ["e" * 4000]})
+    assert Session.objects.get(pk=sid).outcome["report"]["errors"] == ["e" * 4000]
+    ok(mcp_a, "brain_teach_knowledge", {"rule": "pin node to 20 in CI", "tags": ["t" * 120]})
 
 
 def test_session_tools_matrix(mcp_a: Mcp, mcp_b: Mcp, mcp_scoped: Mcp, tenant_a: Tenant, tenant_b: Tenant) -> None:

@@ -79,6 +79,16 @@ def test_validation_stores_nothing(cog_a: Cog) -> None:
     assert KnowledgeItem.objects.count() == 0 and SessionEvent.objects.count() == 0
 
 
+def test_a_file_or_command_over_its_cap_is_refused(cog_a: Cog) -> None:
+    long_path = "src/" + "d" * 4093
+    assert code(cog_a, "cognibrain_coding_context", {"task": "fix it", "files": ["a.py", long_path]}) == "VALIDATION"
+    assert code(cog_a, "cognibrain_patch_evidence", {"task": "fixed it", "files": [long_path]}) == "VALIDATION"
+    assert code(cog_a, "cognibrain_patch_evidence", {"task": "fixed it", "commands": ["x" * 2001]}) == "VALIDATION"
+    assert SessionEvent.objects.count() == 0
+    ok(cog_a, "cognibrain_patch_evidence", {"task": "fixed it", "files": [long_path[:4096]], "commands": ["x" * 2000]})
+    assert SessionEvent.objects.count() == 1
+
+
 def test_every_tool_two_tenants(cog_a: Cog, cog_b: Cog, tenant_a: Tenant, tenant_b: Tenant,
                                 caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("INFO")
