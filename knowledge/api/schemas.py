@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 
-from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAGS_MAX, TRIGGER_MAX, KnowledgeItem
+from knowledge.models import RATIONALE_MAX, RULE_MAX, RULE_MIN, TAG_MAX, TAGS_MAX, TRIGGER_MAX, KnowledgeItem
 from knowledge.selectors.live import PeerCardView
 from knowledge.selectors.search import KnowledgeHit
 from projects.api.schemas import StrictIn
 from projects.models import STACK_NAME_MAX
 
 Teachable = Literal["reflex", "recipe", "heuristic", "principle", "anti_principle", "action_item"]
+Tag = Annotated[str, Field(max_length=TAG_MAX)]  # declared per item, so the API's schema shows the cap
 KnowledgeKind = Literal[
     "reflex", "recipe", "heuristic", "principle", "anti_principle", "rule", "decision", "skill", "action_item"
 ]
@@ -98,7 +99,7 @@ class TeachIn(StrictIn):
     trigger: str = Field("", max_length=TRIGGER_MAX)
     rationale: str = Field("", max_length=RATIONALE_MAX)
     type: Teachable = "heuristic"
-    tags: list[str] = Field(default_factory=list, max_length=TAGS_MAX)
+    tags: list[Tag] = Field(default_factory=list, max_length=TAGS_MAX)
     projectId: uuid.UUID | None = Field(None, description="default: the token's project, else your first project")
     framework: str = Field("", max_length=STACK_NAME_MAX)
     language: str = Field("", max_length=STACK_NAME_MAX)
@@ -115,7 +116,7 @@ class KnowledgeUpdateIn(StrictIn):
     trigger: str | None = Field(None, max_length=TRIGGER_MAX)
     rationale: str | None = Field(None, max_length=RATIONALE_MAX)
     type: KnowledgeKind | None = None
-    tags: list[str] | None = Field(None, max_length=TAGS_MAX)
+    tags: list[Tag] | None = Field(None, max_length=TAGS_MAX)
     confidence: float | None = Field(None, ge=0.0, le=1.0, strict=True)  # a number: `false` is not 0
 
 

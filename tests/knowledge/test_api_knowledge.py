@@ -110,6 +110,26 @@ def test_create_is_teach_and_respects_the_token_scope(tenant_a: Tenant, tenant_b
 
 
 @pytest.mark.django_db
+def test_a_tag_over_its_cap_is_refused_and_the_schema_says_so(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    openapi = bearer(tenant_a.user_raw).get("/api/v1/openapi.json").json()
+    for name in ("TeachIn", "KnowledgeUpdateIn"):
+        tags = openapi["components"]["schemas"][name]["properties"]["tags"]
+        items = tags["items"] if "items" in tags else next(t["items"] for t in tags["anyOf"] if "items" in t)
+        assert items["maxLength"] == 120, (name, tags)
+    client = bearer(tenant_a.user_raw)
+    before = KnowledgeItem.objects.count()
+    error = api_error(client.post("/api/v1/knowledge", {"rule": "Pin node to 20 in CI", "tags": ["ci", "t" * 121]},
+                                  content_type=JSON), 400, "VALIDATION")
+    assert error["details"]["fields"] == [{"field": "tags.1", "problem": "String should have at most 120 characters"}]
+    mine = knowledge_teach(principal=tenant_a.principal, rule="Pin node to 20 in CI").item
+    api_error(client.patch(f"/api/v1/knowledge/{mine.id}", {"tags": ["t" * 121]}, content_type=JSON), 400,
+              "VALIDATION")
+    assert KnowledgeItem.objects.count() == before + 1 and KnowledgeItem.objects.get(id=mine.id).tags == []
+    api_error(bearer(tenant_b.user_raw).patch(f"/api/v1/knowledge/{mine.id}", {"tags": ["t" * 120]},
+                                              content_type=JSON), 404, "NOT_FOUND")
+
+
+@pytest.mark.django_db
 def test_update_supersede_delete_and_their_scope(tenant_a: Tenant, tenant_b: Tenant) -> None:
     rows = _seed(tenant_a, tenant_b)
     client, url = bearer(tenant_a.user_raw), f"/api/v1/knowledge/{rows['pytest'].id}"
