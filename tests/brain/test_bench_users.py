@@ -96,3 +96,33 @@ def test_a_second_run_while_one_is_live_is_refused_and_changes_nothing(tenant_a:
     with bench_user("tools") as user:
         assert not User.objects.filter(pk=live.pk).exists() and user.pk != live.pk
     assert User.objects.filter(pk=tenant_a.user.pk).exists()
+
+
+def _vacuumed_at() -> dict[str, Any]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname, last_vacuum FROM pg_stat_user_tables WHERE relname = ANY(%s)",
+                       [[model._meta.db_table for model in (KnowledgeItem, SessionEvent, Session)]])
+        return dict(cursor.fetchall())
+
+
+def test_a_run_vacuums_the_tables_it_removed_its_rows_from(tenant_a: Tenant, tenant_b: Tenant,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Its dead rows would otherwise stay until autovacuum, which the next run's index drops cancel."""
+    before = _vacuumed_at()
+    with bench_user("tools") as user:
+        project, _ = project_ensure_named(user=user, name="bench")
+        for n in range(20):
+            knowledge_create(owner=user, project=project, draft=KnowledgeDraft(content=f"bench rule {n}",
+                                                                              type="heuristic"), defer_vectors=True)
+        session_start(user=user, project=project, prompt="a bench prompt", defer_vectors=True)
+    after = _vacuumed_at()
+    assert set(after) == {m._meta.db_table for m in (KnowledgeItem, SessionEvent, Session)}
+    assert all(stamp is not None and stamp != before.get(table) for table, stamp in after.items()), (before, after)
+    assert "vacuumed the tables its rows were removed from" in capsys.readouterr().err
+    assert not KnowledgeItem.objects.exclude(owner__in=[tenant_a.user, tenant_b.user]).exists()
+    _left_by_a_killed_run("tools-0123456789@bench.invalid")
+    kept = knowledge_create(owner=tenant_b.user, project=tenant_b.project,
+                            draft=KnowledgeDraft(content="the tenant's own rule", type="heuristic"), defer_vectors=True)
+    leftovers_remove("tools")
+    assert _vacuumed_at()[KnowledgeItem._meta.db_table] != after[KnowledgeItem._meta.db_table]
+    assert KnowledgeItem.objects.filter(pk=kept.pk).exists()
