@@ -60,8 +60,9 @@ def users_remove(kind: str, user_ids: list[Any]) -> int:
 
     Outside a transaction the tables are then vacuumed, with the knowledge table's HNSW graph dropped first and built
     again last. Vacuuming a graph that lost most of its rows repairs every live row's neighbours: 542 s after a run of
-    200,000 rows left 8,000 behind, against 1 s to build the graph of the 8,000 again. Inside a transaction (a
-    caller's own), where PostgreSQL refuses VACUUM, the rows are only deleted and autovacuum takes them in its time."""
+    200,000 rows left 8,000 behind, against 13 s for the delete, the vacuum and the 8,000 rows' graph built again
+    (docs/benchmarks.md, issue 17, twenty-seventh pass). Inside a transaction (a caller's own), where PostgreSQL
+    refuses VACUUM, the rows are only deleted and autovacuum takes them in its time."""
     from django.db import connection
 
     if connection.in_atomic_block:
