@@ -18,9 +18,10 @@ from typing import Any
 
 from django.db import close_old_connections, connections, transaction
 
+from brain.db_priority import lower_backend_priority
 from brain.logs import log_failure, log_op
 from brain.process_queue import ProcessQueue, next_item
-from knowledge.embeddings import EmbeddingUnavailable, embed_texts, lower_thread_priority
+from knowledge.embeddings import BACKGROUND_NICE, EmbeddingUnavailable, embed_texts, lower_thread_priority
 from knowledge.services.backfill import Target
 from knowledge.services.vector_store import rows_without_vectors, vectors_store
 
@@ -79,6 +80,7 @@ class VectorBatcher:
             ids = self._gather(pending)
             try:
                 close_old_connections()
+                lower_backend_priority(connections["default"], BACKGROUND_NICE)
                 embed_rows(self.target, ids, background=True)
                 if self.after is not None:
                     self.after(ids)

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import Client
 
 from knowledge.embeddings import (
@@ -99,6 +99,26 @@ def test_the_batcher_embeds_below_the_requests_priority_with_the_same_vectors(cl
     vector, model = embed_query(text)
     assert stored.embedding_model == model
     assert np.allclose(np.array(stored.embedding), np.array(vector), atol=1e-5)
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+
+
+def test_the_batchers_database_backend_stores_vectors_below_the_requests_priority(client: Client, tenant_a,
+                                                                                  tenant_b) -> None:
+    """The UPDATE that stores a batch (and inserts into the HNSW graph) is the server's CPU: on a server of this
+    machine, the batcher's backend runs at the batcher's lowered priority; a request's backend keeps its own."""
+    mcp = Mcp(client, tenant_a.user_raw)
+    sid = call_tool(mcp, "brain_start_session", {})["structuredContent"]["sessionId"]
+    _log(mcp, sid, "the nightly export timed out after the index rebuild")
+    assert EVENT_BATCHER.flush(timeout=60)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid() AND query LIKE %s", [f'UPDATE "{SessionEvent._meta.db_table}"%'])
+        storers = cursor.fetchall()
+        cursor.execute("SELECT pg_backend_pid()")
+        (mine,) = cursor.fetchone()
+    assert storers, "the batcher's backend stored the vector"
+    assert {os.getpriority(os.PRIO_PROCESS, pid) for pid, _ in storers} == {BACKGROUND_NICE}
+    assert os.getpriority(os.PRIO_PROCESS, mine) == 0
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
 
 
