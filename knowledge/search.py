@@ -9,7 +9,6 @@ part of both WHERE clauses, so nothing the caller may not see is ever ranked. Re
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from concurrent.futures import Future
@@ -19,7 +18,6 @@ from typing import Any, Literal
 from django.db import connection
 
 from brain.logs import log_op
-from brain.sql_rows import execute_prepared
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
 from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes, neighbour_gain
@@ -31,6 +29,7 @@ from knowledge.search_standard import (
     standard_vec_ctes,
     vector_spread,
 )
+from knowledge.search_vector import execute_fusion, vec_cte, vector_params
 
 logger = logging.getLogger(__name__)
 
@@ -197,25 +196,6 @@ def _length_pivot(b: str, length: str, average: str) -> str:
     return f"(1 - {b} + {b} * {length} / {average})"
 
 
-def _vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
-    """The nearest rows by cosine distance, ranked by their similarity with long rows penalised (see
-    VECTOR_LONG_LEXEMES; length counts distinct lexemes, as the full-text side does).
-
-    `exact`: a scope of at most EXACT_ROWS rows is ranked by computing every distance (the `+ 0` keeps the
-    planner off the HNSW index). The index serves the whole table: under a filter to one small project its
-    graph walk meets mostly other projects' rows, and even with iterative scans it returned a third fewer
-    of the true nearest turns than exact search on short dialogue turns (docs/benchmarks.md)."""
-    order = "(t.embedding <=> %(qvec)s::vector) + 0" if exact else "t.embedding <=> %(qvec)s::vector"
-    penalty = long_row_penalty("%(lenb)s", "len", "%(longlex)s")
-    return f"""
-        SELECT id, row_number() OVER (ORDER BY (1 - dist) / {penalty} DESC, id) AS rnk, dist
-        FROM (SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist, greatest(length(t.search_vector), 1) AS len
-              FROM {table} t
-              WHERE {scope.sql} AND t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s
-              ORDER BY {order} LIMIT %(n)s) nearest
-        WHERE dist <= %(maxdist)s"""  # noqa: S608 - names and fixed SQL only; values are parameters
-
-
 def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None, *, standard: bool = False,
               read: PoolRead = "planner") -> str:
     """Full-text candidates scored by Okapi BM25: for each query term, its count in the row (from the
@@ -332,7 +312,7 @@ def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, 
     FROM {ranked} JOIN {table} t ON t.id = {ranked}.fused_id CROSS JOIN vec_stat s
     ORDER BY rrf DESC, t.id LIMIT %(n)s"""  # noqa: S608
     return f"""
-    WITH vec AS ({_vec_cte(table, scope, exact=exact) if use_vec else _EMPTY_VEC}),
+    WITH vec AS ({vec_cte(table, scope, exact=exact) if use_vec else _EMPTY_VEC}),
     fts AS (SELECT id, rnk, score FROM unnest(%(fts_id)s::uuid[], %(fts_score)s::float8[]) WITH ORDINALITY
             AS f(id, score, rnk)),
     {_weights_cte()},
@@ -413,7 +393,7 @@ def hybrid_candidates(
             "nbfar": fusion.neighbours_far if smooth else 0.0}
         standard = fusion.standard_weight > 0
         statement = _sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth, standard=standard)
-        _execute_fusion(cursor, statement, params, walks=use_vec and not scoped.exact, generic=smooth is None)
+        execute_fusion(cursor, statement, params, walks=use_vec and not scoped.exact, generic=smooth is None)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     spread = vector_spread(rows) if standard and use_vec else (0.0, 0.0)
@@ -426,47 +406,14 @@ def hybrid_candidates(
                         standard=Standard(*spread, fts.mu, fts.sd) if standard else None)
 
 
-def _walk_settings(ef: int, *, generic: bool) -> str:
-    """Sent in the same query string as a fusion statement that walks the HNSW index: filtered scans keep going
-    until enough rows pass the scope (pgvector >= 0.8), `ef_search` is at least the rows wanted, and with `generic`
-    the prepared statement runs on its generic plan. The statements of one query string run as one transaction, so
-    the settings are local to that statement (even through a pooler; inside a caller's transaction, to the rest of
-    it) and the search needs no transaction of its own: its BEGIN and COMMIT were two round trips of every open."""
-    plan = ", set_config('plan_cache_mode', 'force_generic_plan', true)" if generic else ""
-    return (f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            f"set_config('hnsw.ef_search', '{int(ef)}', true){plan}; ")
-
-
-def _execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks: bool, generic: bool) -> None:
-    """Runs the fusion statement; one that walks the HNSW index runs after `_walk_settings` in one query string.
-    Such a statement over a large scope (`generic`: no neighbour terms) is prepared once per connection and run on
-    its generic plan, whose shape never depends on the values (an index walk, a hash join with the full-text
-    arrays, the rows by primary key): planning it took 0.5-0.7 ms of its 2.3 at 100,000 rows (docs/benchmarks.md,
-    issue 17, eighteenth pass). Its row counts are written into the statement, so the plan knows its LIMIT and
-    never weighs sorting the whole scope against the walk."""
-    if not walks:
-        cursor.execute(statement, params)
-        return
-    if not generic:
-        cursor.execute(_walk_settings(params["ef"], generic=False) + statement, params)
-        cursor.nextset()
-        return
-    statement = statement.replace("%(n)s", str(int(params["n"])))
-    name = "brain_fusion_" + hashlib.sha1(statement.encode(), usedforsecurity=False).hexdigest()[:16]
-    execute_prepared(cursor, name, statement, params, prefix=_walk_settings(params["ef"], generic=True))
-
-
 def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, model: str, *,
                    use_fts: bool) -> dict[str, Any]:
     use_vec = vector is not None
     return {
-        **scope.params, "qvec": vector_literal(vector), "qmodel": model, "n": fusion.candidates,
-        "maxdist": fusion.max_distance, "k": float(fusion.rrf_k),
+        **vector_params(scope, fusion, vector, model), "k": float(fusion.rrf_k),
         "kv": float(fusion.rrf_k_vector or fusion.rrf_k),
         "wv": fusion.weight_vector if use_vec else 0.0, "wf": fusion.weight_fts if use_fts else 0.0,
-        "longlex": max(fusion.vector_long_lexemes, 1),
-        "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
-        "adaptive": fusion.adaptive and use_vec and use_fts, "ef": max(40, int(fusion.candidates)),
+        "adaptive": fusion.adaptive and use_vec and use_fts,
         # A list alone keeps its own order and scores: standard scores only weigh one list against the other.
         "floor": fusion.share_floor, "sw": fusion.standard_weight if use_vec and use_fts else 0.0,
     }
@@ -479,12 +426,6 @@ def fused_max(weight_v: float, weight_f: float, fusion: Fusion, *, adaptive: boo
     if not adaptive:
         return top_v + top_f
     return max(share * top_v + (2 - share) * top_f for share in (fusion.share_floor, 2 - fusion.share_floor))
-
-
-def vector_literal(vector: list[float] | None) -> str | None:
-    if vector is None:
-        return None
-    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
 def _candidate(row: dict[str, Any]) -> Candidate:

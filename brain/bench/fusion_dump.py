@@ -71,7 +71,7 @@ def _with_cosines(rows: list[dict[str, Any]], question: str) -> None:
     from django.db import connection
 
     from knowledge.embeddings import embed_query
-    from knowledge.search import vector_literal
+    from knowledge.search_vector import vector_literal
     from sessions.selectors.search import EVENT_TABLE
 
     vector, model = embed_query(question)
@@ -174,7 +174,7 @@ def list_share(lists: dict[str, list[dict[str, Any]]], fusion: Any, standard: di
 def engine_lists(line: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The two lists as the engine fused them from a line dumped at any depth: the full-text list's first
     `candidates` rows, and the vector list's `candidates` nearest rows ranked again by similarity with long rows
-    penalised (`knowledge.search._vec_cte`)."""
+    penalised (`knowledge.search_vector.vec_cte`)."""
     n = line["fusion"]["candidates"]
     if len(line["vector"]) <= n:
         return {"vector": line["vector"], "fts": line["fts"][:n]}
@@ -184,7 +184,7 @@ def engine_lists(line: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _penalised(fusion: dict[str, Any], similarity: float, lex: int) -> float:
-    """A cosine similarity with long rows penalised as the vector list ranks it (`knowledge.search._vec_cte`)."""
+    """A cosine similarity with long rows penalised as the vector list ranks it (`knowledge.search_vector.vec_cte`)."""
     long_lexemes, b = fusion.get("vector_long_lexemes", 0), fusion.get("vector_length_b", 0.0)
     if not long_lexemes:
         return float(similarity)

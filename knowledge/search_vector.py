@@ -1,0 +1,78 @@
+"""The vector list of a hybrid search (`knowledge.search`): its SQL and parameters, and how the fusion statement
+runs when it walks the HNSW index."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from brain.sql_rows import execute_prepared
+from knowledge.search_standard import long_row_penalty
+
+if TYPE_CHECKING:
+    from knowledge.search import Fusion, Scope
+
+
+def vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
+    """The nearest rows by cosine distance, ranked by their similarity with long rows penalised (see
+    `knowledge.search.VECTOR_LONG_LEXEMES`; length counts distinct lexemes, as the full-text side does).
+
+    `exact`: a scope of at most `Fusion.exact_rows` rows is ranked by computing every distance (the `+ 0` keeps the
+    planner off the HNSW index). The index serves the whole table: under a filter to one small project its
+    graph walk meets mostly other projects' rows, and even with iterative scans it returned a third fewer
+    of the true nearest turns than exact search on short dialogue turns (docs/benchmarks.md)."""
+    order = "(t.embedding <=> %(qvec)s::vector) + 0" if exact else "t.embedding <=> %(qvec)s::vector"
+    penalty = long_row_penalty("%(lenb)s", "len", "%(longlex)s")
+    return f"""
+        SELECT id, row_number() OVER (ORDER BY (1 - dist) / {penalty} DESC, id) AS rnk, dist
+        FROM (SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist, greatest(length(t.search_vector), 1) AS len
+              FROM {table} t
+              WHERE {scope.sql} AND t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s
+              ORDER BY {order} LIMIT %(n)s) nearest
+        WHERE dist <= %(maxdist)s"""  # noqa: S608 - names and fixed SQL only; values are parameters
+
+
+def vector_params(scope: Scope, fusion: Fusion, vector: list[float] | None, model: str) -> dict[str, Any]:
+    """The vector list's parameters (`vec_cte`, `walk_settings`)."""
+    return {
+        **scope.params, "qvec": vector_literal(vector), "qmodel": model, "n": fusion.candidates,
+        "maxdist": fusion.max_distance, "longlex": max(fusion.vector_long_lexemes, 1),
+        "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
+        "ef": max(40, int(fusion.candidates)),
+    }
+
+
+def vector_literal(vector: list[float] | None) -> str | None:
+    if vector is None:
+        return None
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def walk_settings(ef: int, *, generic: bool) -> str:
+    """Sent in the same query string as a fusion statement that walks the HNSW index: filtered scans keep going
+    until enough rows pass the scope (pgvector >= 0.8), `ef_search` is at least the rows wanted, and with `generic`
+    the prepared statement runs on its generic plan. The statements of one query string run as one transaction, so
+    the settings are local to that statement (even through a pooler; inside a caller's transaction, to the rest of
+    it) and the search needs no transaction of its own: its BEGIN and COMMIT were two round trips of every open."""
+    plan = ", set_config('plan_cache_mode', 'force_generic_plan', true)" if generic else ""
+    return (f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            f"set_config('hnsw.ef_search', '{int(ef)}', true){plan}; ")
+
+
+def execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks: bool, generic: bool) -> None:
+    """Runs the fusion statement; one that walks the HNSW index runs after `walk_settings` in one query string.
+    Such a statement over a large scope (`generic`: no neighbour terms) is prepared once per connection and run on
+    its generic plan, whose shape never depends on the values (an index walk, a hash join with the full-text
+    arrays, the rows by primary key): planning it took 0.5-0.7 ms of its 2.3 at 100,000 rows (docs/benchmarks.md,
+    issue 17, eighteenth pass). Its row counts are written into the statement, so the plan knows its LIMIT and
+    never weighs sorting the whole scope against the walk."""
+    if not walks:
+        cursor.execute(statement, params)
+        return
+    if not generic:
+        cursor.execute(walk_settings(params["ef"], generic=False) + statement, params)
+        cursor.nextset()
+        return
+    statement = statement.replace("%(n)s", str(int(params["n"])))
+    name = "brain_fusion_" + hashlib.sha1(statement.encode(), usedforsecurity=False).hexdigest()[:16]
+    execute_prepared(cursor, name, statement, params, prefix=walk_settings(params["ef"], generic=True))
