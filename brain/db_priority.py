@@ -19,17 +19,15 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 LOCAL_HOSTS = frozenset({"localhost", ""})
-_lowered: set[int] = set()  # backends this process lowered (a pid is reused only after its backend exits)
 
 
 def lower_backend_priority(connection: Any, nice: int) -> bool:
-    """Lowers the CPU priority of the PostgreSQL backend serving `connection` (a Django connection) to `nice`,
-    once per backend; False when the server is not on this machine or the OS refuses (nothing changes)."""
+    """Lowers the CPU priority of the PostgreSQL backend serving `connection` (a Django connection) to `nice`, never
+    raising it; False when the server is not on this machine or the OS refuses (nothing changes). Checked on every
+    call (a few /proc reads and a system call): a reconnect gets a new backend, which may reuse an old one's pid."""
     connection.ensure_connection()
     info = connection.connection.info
     pid = int(info.backend_pid)
-    if pid in _lowered:
-        return True
     if not (_local(str(info.host or "")) and _is_backend(pid)):
         return False
     try:
@@ -38,7 +36,6 @@ def lower_backend_priority(connection: Any, nice: int) -> bool:
     except OSError as exc:  # another user's server, or the backend is gone
         logger.debug("backend priority unchanged", extra={"pid": pid, "error": str(exc)})
         return False
-    _lowered.add(pid)
     return True
 
 
