@@ -37,14 +37,14 @@ def _connection(host: str, pid: int) -> SimpleNamespace:
 
 @pytest.mark.parametrize("host", ["10.20.30.40", "db.example.com"])
 def test_a_remote_servers_pid_is_left_alone(bystander: int, host: str) -> None:
-    assert lower_backend_priority(_connection(host, bystander), 10) is False
-    assert os.getpriority(os.PRIO_PROCESS, bystander) == 0
+    assert lower_backend_priority(_connection(host, bystander), 19) is False
+    assert os.getpriority(os.PRIO_PROCESS, bystander) == os.getpriority(os.PRIO_PROCESS, 0)
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost", "/run/postgresql"])
 def test_a_local_pid_that_is_no_postgres_backend_is_left_alone(bystander: int, host: str) -> None:
-    assert lower_backend_priority(_connection(host, bystander), 10) is False
-    assert os.getpriority(os.PRIO_PROCESS, bystander) == 0
+    assert lower_backend_priority(_connection(host, bystander), 19) is False
+    assert os.getpriority(os.PRIO_PROCESS, bystander) == os.getpriority(os.PRIO_PROCESS, 0)
 
 
 def test_a_local_backend_is_lowered_and_never_raised(tenant_a: Tenant, tenant_b: Tenant) -> None:
@@ -53,11 +53,11 @@ def test_a_local_backend_is_lowered_and_never_raised(tenant_a: Tenant, tenant_b:
     try:
         connection.ensure_connection()
         pid = connection.connection.info.backend_pid
-        assert os.getpriority(os.PRIO_PROCESS, pid) == 0
-        assert lower_backend_priority(connection, 10) is True
-        assert os.getpriority(os.PRIO_PROCESS, pid) == 10
-        assert lower_backend_priority(connection, 5) is True  # a smaller nice is not a raise
-        assert os.getpriority(os.PRIO_PROCESS, pid) == 10
+        assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0) < 19
+        assert lower_backend_priority(connection, 19) is True
+        assert os.getpriority(os.PRIO_PROCESS, pid) == 19
+        assert lower_backend_priority(connection, 10) is True  # a smaller nice is not a raise
+        assert os.getpriority(os.PRIO_PROCESS, pid) == 19
         with connection.cursor() as cursor:  # the connection still serves, scoped as ever
             cursor.execute("SELECT count(*) FROM knowledge_knowledgeitem WHERE owner_id = %s", [tenant_b.user.pk])
             assert cursor.fetchone() == (0,)
