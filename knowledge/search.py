@@ -157,6 +157,11 @@ class Fusion:
     # The share of the table above which a scope of more than `exact_floor` rows walks the index (0: never). Session
     # search keeps its scopes exact (its lists are held to exact cosine and plain BM25, docs/benchmarks.md, issue 16).
     walk_share: float = 0.5
+    # What one entry a filtered walk of the HNSW index visits costs, in rows read by an exact vector list: an exact
+    # scope whose walk costs less walks for its vector list only (`knowledge.search_scope.walk_pays`); 0: never.
+    # 7.7 us a visit against 2.3 us a row read at 8,000 of 208,000 rows, 5.8 against 2.6 at 3,000 (docs/benchmarks.md,
+    # issue 17, twenty-eighth pass).
+    walk_cost: float = 3.0
     # Per-query list shares from score shape (`_weights_cte`). Session search turns it on; knowledge search
     # keeps fixed shares because its injection floor is calibrated on them (docs/benchmarks.md, issue 16).
     adaptive: bool = False
@@ -392,8 +397,9 @@ def hybrid_candidates(
             "nbfused": fusion.neighbours if smooth else 0.0, "nblex": fusion.neighbour_lexemes,
             "nbfar": fusion.neighbours_far if smooth else 0.0}
         standard = fusion.standard_weight > 0
-        statement = _sql(table, columns, scope, use_vec=use_vec, exact=scoped.exact, smooth=smooth, standard=standard)
-        execute_fusion(cursor, statement, params, walks=use_vec and not scoped.exact, generic=smooth is None)
+        exact = scoped.vectors_exact
+        statement = _sql(table, columns, scope, use_vec=use_vec, exact=exact, smooth=smooth, standard=standard)
+        execute_fusion(cursor, statement, params, walks=use_vec and not exact, generic=smooth is None)
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     spread = vector_spread(rows) if standard and use_vec else (0.0, 0.0)

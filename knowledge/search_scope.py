@@ -32,6 +32,13 @@ class Scoped:
     rows: float  # the scope's rows: counted when small, else the statistics' estimate
     exact: bool  # at most `Fusion.exact_rows` rows: searched exactly
     lexemes: list[str]  # the query's
+    # An exact scope whose vector list still walks the HNSW index (`walk_pays`); its full-text list stays exact.
+    walk_vectors: bool = False
+
+    @property
+    def vectors_exact(self) -> bool:
+        """Whether the vector list computes every distance of the scope instead of walking the index."""
+        return self.exact and not self.walk_vectors
 
 
 def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusion) -> Scoped:
@@ -57,7 +64,9 @@ def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusio
     if counted > limit:
         _remember_large(key)
         return Scoped(stats, max(estimate, float(counted)), False, list(lexemes))
-    return Scoped(stats, float(counted), not _mostly_the_table(counted, stats.rows, fusion), list(lexemes))
+    exact = not _mostly_the_table(counted, stats.rows, fusion)
+    walk = exact and walk_pays(counted, stats.rows, fusion)
+    return Scoped(stats, float(counted), exact, list(lexemes), walk_vectors=walk)
 
 
 # Scopes a count found above the exact limit, and until when that is taken as known, per process. Counting one reads
@@ -88,6 +97,19 @@ def _mostly_the_table(rows: float, table_rows: float, fusion: Fusion) -> bool:
     """A scope above `exact_floor` rows that holds at least `walk_share` of the table (the statistics' row count):
     the HNSW walk's filter passes most rows it meets, so the walk serves it as well as reading every row."""
     return fusion.walk_share > 0 and rows > fusion.exact_floor and rows >= fusion.walk_share * table_rows
+
+
+def walk_pays(rows: float, table_rows: float, fusion: Fusion) -> bool:
+    """A counted scope above `exact_floor` rows whose vector list costs less as a walk of the HNSW index than as a
+    distance for every row. Reading the scope costs about `rows` row reads; a walk filtered to the scope visits about
+    `ef / share` index entries to find `ef` of its rows (share = rows / table_rows), each `Fusion.walk_cost` row reads.
+    So the walk pays when rows^2 >= walk_cost * ef * table_rows: above about 5,600 rows of a 208,000-row table,
+    10,000 of 670,000. Measured on 208,000 rows (docs/benchmarks.md, issue 17, twenty-eighth pass): a scope of 8,000
+    rows 18.7 ms exact against 10.0 walked, with the same 10 nearest rows for 198 prompts of 200 and the same
+    nearest one for all; one of 3,000 rows 7.8 against 19.7. Session search never walks (`walk_share` 0)."""
+    ef = max(40, fusion.candidates)
+    return (fusion.walk_share > 0 and fusion.walk_cost > 0 and rows > fusion.exact_floor
+            and rows * rows >= fusion.walk_cost * ef * table_rows)
 
 
 # How many entries of the scope's own index cost what one visit of a matching row costs. The full-text pool of a

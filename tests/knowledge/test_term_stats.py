@@ -92,6 +92,45 @@ def test_a_scope_that_is_most_of_the_table_walks_the_index(tenant_a: Tenant, ten
     assert fusion_from_settings().walk_share > 0 and event_fusion().walk_share == 0
 
 
+@pytest.mark.parametrize(("rows", "table_rows", "walks"), [
+    (8_000, 208_000, True), (3_000, 203_000, False),  # the two scopes measured (docs/benchmarks.md, 28th pass)
+    (10_000, 600_000, True), (10_000, 700_000, False), (2_000, 10_000, False),  # at the exact floor: exact
+])
+def test_a_mid_size_scope_walks_for_its_vectors_where_the_walk_costs_less(rows: int, table_rows: int,
+                                                                            walks: bool) -> None:
+    knowledge = Fusion()
+    assert search_scope.walk_pays(rows, table_rows, knowledge) is walks
+    assert not search_scope.walk_pays(rows, table_rows, event_fusion())  # session search stays exact
+    assert not search_scope.walk_pays(rows, table_rows, replace(knowledge, walk_cost=0.0))
+
+
+def test_a_counted_scope_walks_for_its_vectors_and_keeps_its_full_text_exact(
+    tenant_a: Tenant, tenant_b: Tenant, analysed: None
+) -> None:
+    """Tenant A's 121 rows are not most of the 124 (share 0.99 asked) but their walk pays: the vector list walks
+    the index, the full-text list still scores every match, and the hits are the exact search's. Tenant B's 3 rows
+    stay exact, and none of A's rows ever reach B."""
+    walking = Fusion(exact_rows=1000, exact_floor=50, walk_share=0.99, candidates=40, walk_cost=2.0)
+    mine, theirs = _scoped(tenant_a, walking), _scoped(tenant_b, walking)
+    assert mine.exact and mine.walk_vectors and not mine.vectors_exact and fts_terms(mine, walking)["fts_cap"] == 1000
+    assert theirs.vectors_exact and not theirs.walk_vectors
+    scope = knowledge_scope(principal=tenant_a.principal)
+    found = {}
+    for fusion in (walking, replace(walking, walk_cost=0.0)):
+        with CaptureQueriesContext(connection) as queries:
+            result = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", scope=scope,
+                                       query="deploy kubernetes with helm", mode="hybrid", fusion=fusion)
+        walked = any("hnsw.iterative_scan" in q["sql"] for q in queries.captured_queries)
+        found[fusion.walk_cost] = ([c.id for c in result.candidates], walked)
+    assert found[2.0] == (found[0.0][0], True) and found[0.0][1] is False
+    b_scope = knowledge_scope(principal=tenant_b.principal)
+    b_ids = {c.id for c in hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", scope=b_scope,
+                                            query="deploy kubernetes with helm", mode="hybrid",
+                                            fusion=walking).candidates}
+    assert b_ids and not b_ids & set(found[2.0][0])
+    assert set(KnowledgeItem.objects.filter(id__in=b_ids).values_list("owner_id", flat=True)) == {tenant_b.user.id}
+
+
 def test_a_scope_its_statistics_put_small_is_counted_and_its_count_decides(
     tenant_a: Tenant, tenant_b: Tenant, analysed: None
 ) -> None:
