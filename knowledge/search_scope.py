@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from knowledge.models import TS_CONFIG
+from knowledge.search_vector import walk_ef
 from knowledge.term_stats import TermStats, generating_terms, term_stats
 
 if TYPE_CHECKING:
@@ -107,9 +108,8 @@ def walk_pays(rows: float, table_rows: float, fusion: Fusion) -> bool:
     10,000 of 670,000. Measured on 208,000 rows (docs/benchmarks.md, issue 17, twenty-eighth pass): a scope of 8,000
     rows 18.7 ms exact against 10.0 walked, with the same 10 nearest rows for 198 prompts of 200 and the same
     nearest one for all; one of 3,000 rows 7.8 against 19.7. Session search never walks (`walk_share` 0)."""
-    ef = max(40, fusion.candidates)
     return (fusion.walk_share > 0 and fusion.walk_cost > 0 and rows > fusion.exact_floor
-            and rows * rows >= fusion.walk_cost * ef * table_rows)
+            and rows * rows >= fusion.walk_cost * walk_ef(fusion) * table_rows)
 
 
 # How many entries of the scope's own index cost what one visit of a matching row costs. The full-text pool of a

@@ -38,8 +38,13 @@ def vector_params(scope: Scope, fusion: Fusion, vector: list[float] | None, mode
         **scope.params, "qvec": vector_literal(vector), "qmodel": model, "n": fusion.candidates,
         "maxdist": fusion.max_distance, "longlex": max(fusion.vector_long_lexemes, 1),
         "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
-        "ef": max(40, int(fusion.candidates)),
+        "ef": walk_ef(fusion),
     }
+
+
+def walk_ef(fusion: Fusion) -> int:
+    """The HNSW walk's `ef_search`: the rows each list wants, and at least pgvector's default of 40."""
+    return max(40, int(fusion.candidates))
 
 
 def vector_literal(vector: list[float] | None) -> str | None:
