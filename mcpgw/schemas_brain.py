@@ -25,7 +25,8 @@ from sessions.services.outcome import SessionClosed
 
 ID_MAX = 64  # an id argument (a UUID is 36 characters)
 PROMPT_MAX = 8000
-ERROR_MAX = 4000  # one error of a close, as long as its summary may be
+SUMMARY_MAX = 4000  # a close's summary
+ERROR_MAX = SUMMARY_MAX  # one error of a close, as long as its summary may be
 # Items of a list argument carry their own cap, declared in the tool's inputSchema: the list's length alone let one
 # item take the whole request body into the stored outcome.
 IdItem = Annotated[str, Field(max_length=ID_MAX)]
@@ -178,7 +179,7 @@ class ReportIn(_In):
     learnings: Learnings = Field(default_factory=list, description="0-5 learnings; an invalid item is dropped "
                                  "with a reason (see learnings.dropped), never failing the close")
     resolved_action_item_ids: list[IdItem] = Field(default_factory=list, max_length=50)
-    summary: str = Field("", max_length=4000)
+    summary: str = Field("", max_length=SUMMARY_MAX)
 
 
 class LearningAccepted(_Out):
