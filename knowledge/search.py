@@ -18,6 +18,7 @@ from typing import Any, Literal
 from django.db import connection
 
 from brain.logs import log_op
+from brain.sql_rows import execute_generic
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
 from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes, neighbour_gain
@@ -363,8 +364,17 @@ def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: Scoped,
               "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0, **fts_terms(scoped, fusion)}
     standard = fusion.standard_weight > 0
     read = pool_read(scoped, params["fts_cap"])
-    cursor.execute(_fts_list_sql(table, scope, order if fusion.fts_neighbours > 0 else None, standard=standard,
-                                 read=read), params)
+    sql = _fts_list_sql(table, scope, order if fusion.fts_neighbours > 0 else None, standard=standard, read=read)
+    if read != "matches_first":  # planned with the values: the scope's and the terms' sizes choose the indexes
+        cursor.execute(sql, params)
+    else:
+        # The pool reads the term index first and the rest of the plan follows from the SQL, so no value changes it:
+        # it is made once per connection. Planning was 0.6 ms of the statement's 3.5 at 100,000 rows. A scope read
+        # first is planned each time: its generic plan does not know how small the scope is and took twice as long
+        # (docs/benchmarks.md, issue 17, twenty-ninth pass). The caps are written in, so the plan knows its LIMITs.
+        for name in ("fts_cap", "n"):
+            sql = sql.replace(f"%({name})s", str(int(params[name])))
+        execute_generic(cursor, "fts", sql, params)
     return _FtsList(*cursor.fetchone())
 
 

@@ -3,10 +3,9 @@ runs when it walks the HNSW index."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any
 
-from brain.sql_rows import execute_prepared
+from brain.sql_rows import execute_generic
 from knowledge.search_standard import long_row_penalty
 
 if TYPE_CHECKING:
@@ -53,15 +52,14 @@ def vector_literal(vector: list[float] | None) -> str | None:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
-def walk_settings(ef: int, *, generic: bool) -> str:
-    """Sent in the same query string as a fusion statement that walks the HNSW index: filtered scans keep going
-    until enough rows pass the scope (pgvector >= 0.8), `ef_search` is at least the rows wanted, and with `generic`
-    the prepared statement runs on its generic plan. The statements of one query string run as one transaction, so
-    the settings are local to that statement (even through a pooler; inside a caller's transaction, to the rest of
-    it) and the search needs no transaction of its own: its BEGIN and COMMIT were two round trips of every open."""
-    plan = ", set_config('plan_cache_mode', 'force_generic_plan', true)" if generic else ""
-    return (f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            f"set_config('hnsw.ef_search', '{int(ef)}', true){plan}; ")
+def walk_settings(ef: int) -> str:
+    """The settings a fusion statement that walks the HNSW index runs under, each followed by a comma, sent in its
+    query string: filtered scans keep going until enough rows pass the scope (pgvector >= 0.8), and `ef_search` is
+    at least the rows wanted. The statements of one query string run as one transaction, so the settings are local
+    to that statement (even through a pooler; inside a caller's transaction, to the rest of it) and the search needs
+    no transaction of its own: its BEGIN and COMMIT were two round trips of every open."""
+    return (f"set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            f"set_config('hnsw.ef_search', '{int(ef)}', true), ")
 
 
 def execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks: bool, generic: bool) -> None:
@@ -75,9 +73,8 @@ def execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks
         cursor.execute(statement, params)
         return
     if not generic:
-        cursor.execute(walk_settings(params["ef"], generic=False) + statement, params)
+        cursor.execute(f"SELECT {walk_settings(params['ef']).rstrip(', ')}; {statement}", params)
         cursor.nextset()
         return
     statement = statement.replace("%(n)s", str(int(params["n"])))
-    name = "brain_fusion_" + hashlib.sha1(statement.encode(), usedforsecurity=False).hexdigest()[:16]
-    execute_prepared(cursor, name, statement, params, prefix=walk_settings(params["ef"], generic=True))
+    execute_generic(cursor, "fusion", statement, params, settings=walk_settings(params["ef"]))

@@ -312,6 +312,37 @@ def test_a_pool_read_in_either_order_keeps_to_the_scope_and_scores_as_the_planne
     assert set(theirs) == {f"Deploy to kubernetes with helm chart version {n}" for n in range(3)}
 
 
+def _fts_statements(tenant: Tenant, queries: list[str], fusion: Fusion) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        for query in queries:
+            hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query=query, mode="fts",
+                              scope=knowledge_scope(principal=tenant.principal), fusion=fusion)
+    return [q["sql"] for q in captured.captured_queries if "fts_pool" in q["sql"] or "brain_fts_" in q["sql"]]
+
+
+def test_a_pool_read_term_matches_first_is_planned_once_per_connection(
+    tenant_a: Tenant, tenant_b: Tenant, analysed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the term matches first fixes the plan in the SQL: the full-text statement is prepared once per
+    connection and runs on its generic plan, its caps written in. A scope read first is planned with its values
+    every time (its generic plan does not know how small the scope is)."""
+    monkeypatch.setattr(search_scope, "INDEX_ENTRIES_PER_VISIT", 0)  # matches first
+    fusion = Fusion(candidates=37, fts_postings=1000, exact_rows=0, fts_scan_cap=173)  # a statement of its own
+    sent = _fts_statements(tenant_a, ["deploy kubernetes", "rolling restart of pods"], fusion)
+    prepared = [sql for sql in sent if sql.startswith("PREPARE brain_fts_")]
+    assert len(prepared) == 1 and "LIMIT 173" in prepared[0] and "LIMIT 37" in prepared[0]
+    name = prepared[0].split()[1]
+    run = [sql for sql in sent if f"EXECUTE {name}(" in sql]
+    assert len(run) == 2 and all("force_generic_plan" in sql for sql in run)
+    assert _fts_statements(tenant_a, ["deploy kubernetes"], fusion) == run[:1]  # prepared already: run alone
+    (theirs,) = _fts_statements(tenant_b, ["deploy kubernetes"], fusion)  # another scope's values, the same plan
+    assert theirs.startswith(f"SELECT set_config('plan_cache_mode', 'force_generic_plan', true); EXECUTE {name}(")
+    monkeypatch.setattr(search_scope, "INDEX_ENTRIES_PER_VISIT", 10**9)
+    monkeypatch.setattr(search_scope, "SCOPE_FIRST_SHARE", 1.0)  # the scope's rows first
+    (planned,) = _fts_statements(tenant_a, ["deploy kubernetes"], replace(fusion, exact_rows=10_000))
+    assert planned.lstrip().startswith("WITH") and "OFFSET 0) t WHERE t.search_vector @@" in planned
+
+
 def _fts_scored_with(tenant: Tenant, fusion: Fusion) -> dict[str, float]:
     found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes helm", mode="fts",
                               scope=knowledge_scope(principal=tenant.principal), fusion=fusion)
