@@ -125,13 +125,14 @@ def execute_prepared(cursor: Any, name: str, sql: str, params: dict[str, Any], *
 GENERIC_PLAN_CALL = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 
-def execute_generic(cursor: Any, kind: str, sql: str, params: dict[str, Any], *, settings: str = "") -> None:
+def execute_generic(cursor: Any, kind: str, sql: str, params: dict[str, Any], *, settings: Sequence[str] = ()) -> None:
     """Runs `sql` as this connection's prepared statement named after its text, on its generic plan: planned once
     per connection, for a statement whose plan's shape its SQL already fixes, so no value would change it.
-    `settings`: more `set_config(..., true)` calls sent with it, each followed by a comma. The calls run in the
-    statement's own implicit transaction, so they end with it."""
+    `settings`: more `set_config(..., true)` calls sent with it. The calls run in the statement's own implicit
+    transaction, so they end with it."""
     digest = hashlib.sha1(sql.encode(), usedforsecurity=False).hexdigest()[:16]
-    execute_prepared(cursor, f"brain_{kind}_{digest}", sql, params, prefix=f"SELECT {settings}{GENERIC_PLAN_CALL}; ")
+    calls = ", ".join([*settings, GENERIC_PLAN_CALL])
+    execute_prepared(cursor, f"brain_{kind}_{digest}", sql, params, prefix=f"SELECT {calls}; ")
 
 
 def prepared_rows(name: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -52,14 +52,14 @@ def vector_literal(vector: list[float] | None) -> str | None:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
-def walk_settings(ef: int) -> str:
-    """The settings a fusion statement that walks the HNSW index runs under, each followed by a comma, sent in its
-    query string: filtered scans keep going until enough rows pass the scope (pgvector >= 0.8), and `ef_search` is
-    at least the rows wanted. The statements of one query string run as one transaction, so the settings are local
-    to that statement (even through a pooler; inside a caller's transaction, to the rest of it) and the search needs
-    no transaction of its own: its BEGIN and COMMIT were two round trips of every open."""
-    return (f"set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            f"set_config('hnsw.ef_search', '{int(ef)}', true), ")
+def walk_settings(ef: int) -> tuple[str, ...]:
+    """The settings a fusion statement that walks the HNSW index runs under, set in its query string: filtered scans
+    keep going until enough rows pass the scope (pgvector >= 0.8), and `ef_search` is at least the rows wanted. The
+    statements of one query string run as one transaction, so the settings are local to that statement (even through
+    a pooler; inside a caller's transaction, to the rest of it) and the search needs no transaction of its own: its
+    BEGIN and COMMIT were two round trips of every open."""
+    return ("set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+            f"set_config('hnsw.ef_search', '{int(ef)}', true)")
 
 
 def execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks: bool, generic: bool) -> None:
@@ -73,7 +73,7 @@ def execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks
         cursor.execute(statement, params)
         return
     if not generic:
-        cursor.execute(f"SELECT {walk_settings(params['ef']).rstrip(', ')}; {statement}", params)
+        cursor.execute(f"SELECT {', '.join(walk_settings(params['ef']))}; {statement}", params)
         cursor.nextset()
         return
     statement = statement.replace("%(n)s", str(int(params["n"])))
