@@ -125,11 +125,15 @@ def execute_prepared(cursor: Any, name: str, sql: str, params: dict[str, Any], *
 GENERIC_PLAN_CALL = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 
-def execute_generic(cursor: Any, kind: str, sql: str, params: dict[str, Any], *, settings: Sequence[str] = ()) -> None:
+def execute_generic(cursor: Any, kind: str, sql: str, params: dict[str, Any], *, counts: Sequence[str] = (),
+                    settings: Sequence[str] = ()) -> None:
     """Runs `sql` as this connection's prepared statement named after its text, on its generic plan: planned once
     per connection, for a statement whose plan's shape its SQL already fixes, so no value would change it.
+    `counts`: integer parameters written into the SQL (its LIMITs), which a generic plan would otherwise guess.
     `settings`: more `set_config(..., true)` calls sent with it. The calls run in the statement's own implicit
     transaction, so they end with it."""
+    for name in counts:
+        sql = sql.replace(f"%({name})s", str(int(params[name])))
     digest = hashlib.sha1(sql.encode(), usedforsecurity=False).hexdigest()[:16]
     calls = ", ".join([*settings, GENERIC_PLAN_CALL])
     execute_prepared(cursor, f"brain_{kind}_{digest}", sql, params, prefix=f"SELECT {calls}; ")

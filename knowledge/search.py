@@ -372,9 +372,7 @@ def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: Scoped,
         # it is made once per connection. Planning was 0.6 ms of the statement's 3.5 at 100,000 rows. A scope read
         # first is planned each time: its generic plan does not know how small the scope is and took twice as long
         # (docs/benchmarks.md, issue 17, twenty-ninth pass). The caps are written in, so the plan knows its LIMITs.
-        for name in ("fts_cap", "n"):
-            sql = sql.replace(f"%({name})s", str(int(params[name])))
-        execute_generic(cursor, "fts", sql, params)
+        execute_generic(cursor, "fts", sql, params, counts=("fts_cap", "n"))
     return _FtsList(*cursor.fetchone())
 
 

@@ -76,5 +76,4 @@ def execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks
         cursor.execute(f"SELECT {', '.join(walk_settings(params['ef']))}; {statement}", params)
         cursor.nextset()
         return
-    statement = statement.replace("%(n)s", str(int(params["n"])))
-    execute_generic(cursor, "fusion", statement, params, settings=walk_settings(params["ef"]))
+    execute_generic(cursor, "fusion", statement, params, counts=("n",), settings=walk_settings(params["ef"]))
