@@ -9,6 +9,7 @@ backfill (`knowledge.services.backfill`, run by the Celery beat task `embed_pend
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import time
@@ -21,6 +22,7 @@ from django.db import close_old_connections, connections, transaction
 from brain.db_priority import lower_backend_priority
 from brain.logs import log_failure, log_op
 from brain.process_queue import ProcessQueue, next_item
+from brain.request_activity import REQUESTS
 from knowledge.embeddings import BACKGROUND_NICE, EmbeddingUnavailable, embed_texts, lower_thread_priority
 from knowledge.services.backfill import Target
 from knowledge.services.vector_store import rows_without_vectors, vectors_store
@@ -29,6 +31,11 @@ logger = logging.getLogger("knowledge")
 QUEUE_MAX = 10_000
 BATCH_MAX = 64
 GATHER_SECONDS = 0.02  # how long the thread waits for more ids once one arrived: batches form under load
+# Then it keeps gathering until its process has served no request for QUIET_SECONDS, for at most QUIET_WAIT_SECONDS
+# after the first id (brain/request_activity.py): one client's open at 100,000 rows took 2-4 ms less on two cores
+# (docs/benchmarks.md, issue 17, thirtieth pass). A full batch leaves at once, so a backlog never waits.
+QUIET_SECONDS = 0.002
+QUIET_WAIT_SECONDS = 0.25
 
 
 @dataclass
@@ -37,6 +44,7 @@ class VectorBatcher:
 
     target: Target
     queue_max: int = QUEUE_MAX
+    quiet_wait: float = QUIET_WAIT_SECONDS
     # Runs in the batcher's thread on the ids of each batch once their vectors are stored (e.g. a merge of
     # near-duplicates, which needs the vector the request did not wait for).
     after: Callable[[list[Any]], object] | None = None
@@ -61,15 +69,17 @@ class VectorBatcher:
         """Waits until every queued id has been processed; True when the queue drained in time."""
         return self._ids.flush(timeout)
 
-    @staticmethod
-    def _gather(pending: queue.Queue[Any]) -> list[Any]:
+    def _gather(self, pending: queue.Queue[Any]) -> list[Any]:
+        """The next batch: the first id and those that follow it within GATHER_SECONDS, and then until the process
+        is between requests (or `quiet_wait` has passed), up to BATCH_MAX."""
         ids = [next_item(pending)]
-        deadline = time.monotonic() + GATHER_SECONDS
+        started = time.monotonic()
         while len(ids) < BATCH_MAX:
-            try:
-                ids.append(pending.get(timeout=max(0.0, deadline - time.monotonic())))
-            except queue.Empty:
+            waited = time.monotonic() - started
+            if waited >= GATHER_SECONDS and (waited >= self.quiet_wait or REQUESTS.quiet_for(QUIET_SECONDS)):
                 break
+            with contextlib.suppress(queue.Empty):  # no id yet: look at the requests again
+                ids.append(pending.get(timeout=max(QUIET_SECONDS, GATHER_SECONDS - waited)))
         return ids
 
     def _run(self, pending: queue.Queue[Any]) -> None:
