@@ -44,6 +44,15 @@ def request_in_flight() -> Iterator[None]:
         REQUESTS.end()
 
 
+def _stored_after_the_request(batcher: VectorBatcher) -> None:
+    """Ends the fixture's request, waits for the batcher, and starts one again for the fixture to end."""
+    REQUESTS.end()
+    try:
+        assert batcher.flush(timeout=60)
+    finally:
+        REQUESTS.begin()
+
+
 def _taken(batcher: VectorBatcher) -> None:
     deadline = time.monotonic() + 60
     while batcher._ids.queue.qsize() and time.monotonic() < deadline:
@@ -57,12 +66,8 @@ def test_a_batch_waits_while_a_request_runs_and_goes_once_it_ends(request_in_fli
     batcher.submit(ids)
     _taken(batcher)
     assert _missing(ids) == 2
-    REQUESTS.end()
-    try:
-        assert batcher.flush(timeout=60)
-        assert _missing(ids) == 0
-    finally:
-        REQUESTS.begin()  # the fixture ends it
+    _stored_after_the_request(batcher)
+    assert _missing(ids) == 0
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
 
 
@@ -85,5 +90,7 @@ def test_a_full_batch_does_not_wait_for_the_requests(request_in_flight, tenant_a
     assert _missing(ids[:BATCH_MAX]) == 0  # the first batch was full: stored while the request runs
     _taken(batcher)
     assert _missing(ids[BATCH_MAX:]) == 1  # the one after it waits
+    _stored_after_the_request(batcher)
+    assert _missing(ids) == 0
     assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
 
