@@ -26,7 +26,7 @@ OTHERS_CONFIDENCE = 0.8
 _COLUMNS = (
     "t.id, t.owner_id, t.project_id, t.type, t.trigger, t.content, t.rationale, t.tags, t.source, t.stage, "
     "t.confidence, t.success_count, t.failure_count, t.decay_score, t.last_used_at, t.created_at, "
-    "t.framework, t.language"
+    "t.framework, t.language, t.embedding IS NULL AS vector_pending"  # the null bitmap only: no vector is read
 )
 
 
@@ -45,6 +45,7 @@ class KnowledgeHit:
     owner_id: uuid.UUID | None = None
     author: str = ""  # who taught it, when not the caller (injections show it under "From your team")
     framework: str = ""  # the stack it was taught for (an open leaves out rows of another stack)
+    vector_pending: bool = False  # written a moment ago: found by its words alone until the batcher embeds it
 
 
 @dataclass
@@ -153,6 +154,7 @@ def _hit(row: dict[str, Any], score: float, explain: dict[str, Any]) -> Knowledg
         id=row["id"], type=row["type"], trigger=row["trigger"], content=row["content"], rationale=row["rationale"],
         confidence=float(row["confidence"]), tags=list(row["tags"] or []), project_id=row["project_id"],
         score=round(score, 6), explain=explain, owner_id=row["owner_id"], framework=row["framework"] or "",
+        vector_pending=bool(row.get("vector_pending")),
     )
 
 

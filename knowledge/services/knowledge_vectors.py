@@ -104,6 +104,19 @@ def knowledge_vectors_follow(ids: list[Any]) -> None:
         log_op(logger, "knowledge.embed_failed", level=logging.WARNING, count=len(ids), reason=str(exc)[:200])
 
 
+def knowledge_vectors_now(ids: list[Any]) -> int:
+    """Vectors for rows a reader needs before the batcher has got to them, embedded and stored in this thread (with
+    the batcher's merge); returns how many were stored. A failing model leaves them to the batcher and backfill."""
+    try:
+        stored = embed_rows(KNOWLEDGE, ids)
+    except EmbeddingUnavailable as exc:
+        log_op(logger, "knowledge.embed_failed", level=logging.WARNING, count=len(ids), reason=str(exc)[:200])
+        return 0
+    if stored:
+        memory_duplicates_merge(ids)
+    return stored
+
+
 def knowledge_vectors_backfill() -> int:
     """Vectors for knowledge rows that have none (their batcher never ran), with the merge the batcher does; then
     new vectors for rows another model embedded (after an upgrade), which were merged when first embedded."""

@@ -21,6 +21,7 @@ from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import REVIEW_HELD, KnowledgeItem, KnowledgeType
 from knowledge.relevance import NO_MATCH, above_floor, other_stack
 from knowledge.selectors.search import KnowledgeHit, KnowledgeSearchResult, injection_budget, knowledge_search
+from knowledge.services.knowledge_vectors import knowledge_vectors_now
 from knowledge.stored_text import render_action_items
 from projects.models import STACK_NAME_MAX, Project
 from projects.scope import Principal
@@ -78,6 +79,22 @@ class Retrieved:
     injection: Injection
 
 
+# Retrievals whose scores include the query's vector: only they rank a row by its own vector.
+_WITH_VECTORS = frozenset({"hybrid", "vector"})
+
+
+def _search_embedded(**search: Any) -> KnowledgeSearchResult:
+    """`knowledge_search`, run again when one of its hits was written so recently that the batcher has not embedded it
+    yet: such a row is scored on its words alone, under the relevance floor even when it fits the task word for word
+    (a rule taught just before the open). Its vector is computed here, stored, and the search sees it."""
+    found = knowledge_search(**search)
+    waiting = [hit.id for hit in found.hits if hit.vector_pending]
+    if not waiting or found.retrieval not in _WITH_VECTORS or not knowledge_vectors_now(waiting):
+        return found
+    log_op(logger, "retrieval.vectors_caught_up", count=len(waiting))
+    return knowledge_search(**search)
+
+
 def knowledge_inject(
     *, principal: Principal, prompt: str, project_id: uuid.UUID | None, session: Session | None = None,
     limit: int = INJECT_TOP, framework: str = "", language: str = "", budget_tokens: int | None = None,
@@ -85,7 +102,7 @@ def knowledge_inject(
 ) -> Retrieved:
     """The top rows for `prompt` (in one project when given), rendered within the token budget and, with a
     session, recorded on it as injected. `project`: one just resolved as visible, in place of `project_id`."""
-    found = knowledge_search(principal=principal, query=prompt, limit=limit, project_id=project_id,
+    found = _search_embedded(principal=principal, query=prompt, limit=limit, project_id=project_id,
                              framework=framework, language=language, explain=explain, project=project)
     budget = budget_tokens or injection_budget()
     kept, floored = above_floor(found.hits, excluded=_other_stack(prompt, framework, found.hits))
