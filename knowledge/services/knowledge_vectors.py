@@ -16,9 +16,11 @@ A row whose vector never came (the process died with ids queued, a full queue) i
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError, transaction
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
@@ -106,14 +108,17 @@ def knowledge_vectors_follow(ids: list[Any]) -> None:
 
 def knowledge_vectors_now(ids: list[Any]) -> int:
     """Vectors for rows a reader needs before the batcher has got to them, embedded and stored in this thread (with
-    the batcher's merge); returns how many were stored. A failing model leaves them to the batcher and backfill."""
+    the batcher's merge); returns how many were stored. A failing model or store leaves them to the batcher and the
+    backfill, and the reader goes on with what it found: inside a caller's transaction a savepoint keeps a failed
+    statement from aborting it."""
     try:
-        stored = embed_rows(KNOWLEDGE, ids)
-    except EmbeddingUnavailable as exc:
+        with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
+            stored = embed_rows(KNOWLEDGE, ids)
+            if stored:
+                memory_duplicates_merge(ids)
+    except (EmbeddingUnavailable, DatabaseError) as exc:
         log_op(logger, "knowledge.embed_failed", level=logging.WARNING, count=len(ids), reason=str(exc)[:200])
         return 0
-    if stored:
-        memory_duplicates_merge(ids)
     return stored
 
 

@@ -83,8 +83,9 @@ def vectors_store(target: Target, rows: Sequence[Pending], vectors: Sequence[Seq
                               "ids": [row.pk for row in rows]}
     params |= {f"src{i}": [row.sources[i] for row in rows] for i in range(len(columns))}
     connection.ensure_connection()
-    # Django's cursors bind values into the query text; a binary parameter needs PostgreSQL to bind it.
-    with psycopg.Cursor(connection.connection) as cursor:
+    # Django's cursors bind values into the query text; a binary parameter needs PostgreSQL to bind it. Errors still
+    # reach callers as Django's (DatabaseError and its kin), as from any other statement.
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
         cursor.adapters.register_dumper(Float4Array, _Float4ArrayDumper)
         cursor.execute(sql, params)
         return cursor.rowcount

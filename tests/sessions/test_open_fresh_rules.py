@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from knowledge.models import KnowledgeItem
 from knowledge.services.teach import knowledge_teach
@@ -76,3 +77,18 @@ def test_an_embedded_rule_is_not_embedded_again(tenant_a: Tenant, tenant_b: Tena
     assert "vectors_caught_up" not in caplog.text  # one search, as before
     assert list(KnowledgeItem.objects.values_list("embedding", flat=True).get(id=mine.id)) == list(stored)
     assert session_open(principal=tenant_b.principal, prompt=PROMPT).relevant_knowledge is None
+
+
+def test_a_failed_store_leaves_the_rule_to_the_batcher_and_the_search_as_found(
+        tenant_a: Tenant, tenant_b: Tenant, caplog: pytest.LogCaptureFixture) -> None:
+    mine, theirs = _teach(tenant_a), _teach(tenant_b)
+    with connection.cursor() as cursor:  # the database refuses to store any knowledge vector (dropped with the test)
+        cursor.execute("CREATE FUNCTION refuse_vectors() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                       "RAISE EXCEPTION 'vectors refused'; END $$")
+        cursor.execute("CREATE TRIGGER refuse_vectors BEFORE UPDATE OF embedding ON knowledge_knowledgeitem "
+                       "FOR EACH ROW EXECUTE FUNCTION refuse_vectors()")
+    with caplog.at_level(logging.INFO):
+        retrieved = knowledge_retrieve(principal=tenant_a.principal, prompt=PROMPT)  # inside its own transaction
+    assert retrieved.injection.ids == [] and "relevance floor" in retrieved.injection.notice
+    assert "vectors refused" in caplog.text and "vectors_caught_up" not in caplog.text
+    assert not _embedded(mine) and not _embedded(theirs)  # the transaction goes on: this read would fail otherwise
