@@ -154,7 +154,7 @@ def _hit(row: dict[str, Any], score: float, explain: dict[str, Any]) -> Knowledg
         id=row["id"], type=row["type"], trigger=row["trigger"], content=row["content"], rationale=row["rationale"],
         confidence=float(row["confidence"]), tags=list(row["tags"] or []), project_id=row["project_id"],
         score=round(score, 6), explain=explain, owner_id=row["owner_id"], framework=row["framework"] or "",
-        vector_pending=bool(row.get("vector_pending")),
+        vector_pending=bool(row["vector_pending"]),
     )
 
 
