@@ -3,7 +3,7 @@ else's rows. Counted by PostgreSQL itself (`track_functions`), so the test measu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from django.db import connection
@@ -26,7 +26,7 @@ DRAFTS = [KnowledgeDraft(text) for text in (
 
 
 @pytest.fixture
-def distance_calls() -> Iterator[Callable[[], int]]:
+def distance_calls() -> Callable[[], int]:
     """A counter of this transaction's calls of the function behind pgvector's `<=>` for vectors."""
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL track_functions = 'all'")
@@ -39,7 +39,7 @@ def distance_calls() -> Iterator[Callable[[], int]]:
             cursor.execute("SELECT coalesce(pg_stat_get_xact_function_calls(%s), 0)", [function])
             return int(cursor.fetchone()[0])
 
-    yield calls
+    return calls
 
 
 def test_an_exact_vector_list_computes_each_scoped_distance_once(tenant_a: Tenant, tenant_b: Tenant,
