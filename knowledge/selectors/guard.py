@@ -324,10 +324,15 @@ def semantic_threshold(model: str | None = None) -> float:
 @functools.cache
 def _nearest_forbidden_sql() -> str:
     """The scope's three live forbidden actions nearest to a vector, written once (the ORM built it in 1.5 ms of a
-    2.4 ms step, PostgreSQL ran it in 0.4; docs/benchmarks.md, twentieth pass). The scope is `scope_state`'s."""
+    2.4 ms step, PostgreSQL ran it in 0.4; docs/benchmarks.md, twentieth pass). The scope is `scope_state`'s.
+
+    Every forbidden action of the scope is ranked (`+ 0` keeps the planner off the HNSW index): they are few, found
+    through the project and type indexes. Ordered by the index, a large table's plan walked the whole table's graph
+    for its 40 nearest rows and kept the forbidden ones among them, usually none: at 100,000 rules the check warned
+    of nothing it warned of at 10 (docs/benchmarks.md, issue 17, thirty-second pass)."""
     items = KnowledgeItem._meta.db_table
     # The table name comes from the model; every value is a parameter.
-    return (f"SELECT id, content, embedding <=> %(vector)s::vector AS distance FROM {items} "  # noqa: S608
+    return (f"SELECT id, content, (embedding <=> %(vector)s::vector) + 0 AS distance FROM {items} "  # noqa: S608
             f"WHERE {_LIVE_FORBIDDEN} AND embedding_model = %(model)s "
             "AND (project_id = ANY(%(projects)s) OR (owner_id = %(owner)s AND project_id IS NULL)) "
             "ORDER BY distance LIMIT 3")

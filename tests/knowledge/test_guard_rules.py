@@ -240,3 +240,26 @@ def test_a_guard_rules_pattern_and_type_are_not_edited_apart_from_its_guard(tena
     assert GuardPattern.objects.get(knowledge=rule).pattern == "rm -rf build"
     assert guard_decide(owner=tenant_a.user, project=tenant_a.project, action="rm -rf build").allowed is False
     assert guard_decide(owner=tenant_b.user, project=tenant_b.project, action="rm -rf build").allowed is True
+
+
+def test_a_forbidden_action_is_found_whatever_plan_the_table_invites(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    """A large table can make PostgreSQL order the nearest forbidden actions by the HNSW index: it walks the whole
+    table's graph for `hnsw.ef_search` rows and keeps the forbidden ones of the scope among them, usually none (at
+    100,000 rules the check warned of nothing it warned of at 10). Here sorting is priced out and the walk keeps one
+    row, the tenant's own rule in the action's very words: every forbidden action of the scope must still be ranked."""
+    from django.db import connection
+
+    action = "run the database migrations on production manually"
+    forbidden = knowledge_create(owner=tenant_a.user, project=tenant_a.project, draft=KnowledgeDraft(
+        content="Do not run database migrations against production by hand", type="anti_principle", confidence=1.0))
+    knowledge_create(owner=tenant_a.user, project=tenant_a.project, draft=KnowledgeDraft(content=action, type="rule"))
+    theirs = knowledge_create(owner=tenant_b.user, project=tenant_b.project, draft=KnowledgeDraft(
+        content="Do not run database migrations against production by hand", type="anti_principle", confidence=1.0))
+    with connection.cursor() as cursor:
+        # A statement prepared earlier on this connection may hold a generic plan: plan it with these settings.
+        cursor.execute("SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_sort = off; "
+                       "SET LOCAL hnsw.ef_search = 1")
+    mine = guard_check(owner_id=tenant_a.user.id, project_id=tenant_a.project.id, action=action)
+    assert mine.allowed and mine.rule_ids == [str(forbidden.id)]
+    other = guard_check(owner_id=tenant_b.user.id, project_id=tenant_b.project.id, action=action)
+    assert other.rule_ids == [str(theirs.id)]
