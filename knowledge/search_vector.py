@@ -56,12 +56,18 @@ def vector_literal(vector: list[float] | None) -> str | None:
 
 def walk_settings(ef: int) -> tuple[str, ...]:
     """The settings a fusion statement that walks the HNSW index runs under, set in its query string: filtered scans
-    keep going until enough rows pass the scope (pgvector >= 0.8), and `ef_search` is at least the rows wanted. The
-    statements of one query string run as one transaction, so the settings are local to that statement (even through
-    a pooler; inside a caller's transaction, to the rest of it) and the search needs no transaction of its own: its
-    BEGIN and COMMIT were two round trips of every open."""
+    keep going until enough rows pass the scope (pgvector >= 0.8), `ef_search` is at least the rows wanted, and
+    sorting is priced out, so the plan takes its order from the index. The statements of one query string run as one
+    transaction, so the settings are local to that statement (even through a pooler; inside a caller's transaction,
+    to the rest of it) and the search needs no transaction of its own: its BEGIN and COMMIT were two round trips of
+    every open.
+
+    The search walks because its own count said the walk costs less (`knowledge.search_scope`); the planner, guessing
+    a project's rows from the table's average, chose to sort the whole scope instead. Every plan of the statement
+    sorts the fused rows, so only that sort of the scope is priced out: a project of 8,000 rows among 30,000 took
+    19.5 ms on the sort and 3.9 on the walk (docs/benchmarks.md, issue 17, thirty-third pass)."""
     return ("set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            f"set_config('hnsw.ef_search', '{int(ef)}', true)")
+            f"set_config('hnsw.ef_search', '{int(ef)}', true)", "set_config('enable_sort', 'off', true)")
 
 
 def execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks: bool, generic: bool) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import pytest
@@ -129,6 +129,29 @@ def test_a_counted_scope_walks_for_its_vectors_and_keeps_its_full_text_exact(
                                             fusion=walking).candidates}
     assert b_ids and not b_ids & set(found[2.0][0])
     assert set(KnowledgeItem.objects.filter(id__in=b_ids).values_list("owner_id", flat=True)) == {tenant_b.user.id}
+
+
+def test_a_walking_vector_list_reads_the_index_whatever_the_planner_guesses(
+    tenant_a: Tenant, tenant_b: Tenant, analysed: None, distance_calls: Callable[[], int]
+) -> None:
+    """The walk is chosen by the scope's own count; the prepared statement's generic plan guesses a project's rows
+    from the table's average and, in a small table, preferred sorting every row of the scope. Sorting is priced out
+    of a walking statement, so the index gives the order: PostgreSQL computes a distance only for each row the walk
+    returns (`candidates`), not for each of tenant A's 121, and never for tenant B's."""
+    walking = Fusion(exact_rows=1000, exact_floor=50, walk_share=0.99, candidates=40, walk_cost=2.0)
+    scope = knowledge_scope(principal=tenant_a.principal)
+    exact = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", scope=scope, query="deploy kubernetes",
+                              mode="vector", fusion=replace(walking, walk_cost=0.0))
+    before = distance_calls()
+    walked = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", scope=scope, query="deploy kubernetes",
+                               mode="vector", fusion=walking)
+    assert 0 < distance_calls() - before <= walking.candidates
+    assert [c.id for c in walked.candidates][:5] == [c.id for c in exact.candidates][:5]
+    mine = set(KnowledgeItem.objects.filter(owner=tenant_a.user).values_list("id", flat=True))
+    assert {c.id for c in walked.candidates} <= mine
+    theirs = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes", mode="vector",
+                               scope=knowledge_scope(principal=tenant_b.principal), fusion=walking)
+    assert theirs.candidates and not {c.id for c in theirs.candidates} & mine
 
 
 def test_a_scope_its_statistics_put_small_is_counted_and_its_count_decides(

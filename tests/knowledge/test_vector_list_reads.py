@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
-from django.db import connection
-
 from knowledge.selectors.search import knowledge_search
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from tests.conftest import Tenant
@@ -23,23 +20,6 @@ DRAFTS = [KnowledgeDraft(text) for text in (
     "Keep each service's configuration in environment variables, never in the image",
     "Write the changelog entry in the same pull request as the change",
 )]
-
-
-@pytest.fixture
-def distance_calls() -> Callable[[], int]:
-    """A counter of this transaction's calls of the function behind pgvector's `<=>` for vectors."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL track_functions = 'all'")
-        cursor.execute("SELECT oprcode::oid FROM pg_operator WHERE oprname = '<=>' "
-                       "AND oprleft = 'vector'::regtype AND oprright = 'vector'::regtype")
-        (function,) = cursor.fetchone()
-
-    def calls() -> int:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT coalesce(pg_stat_get_xact_function_calls(%s), 0)", [function])
-            return int(cursor.fetchone()[0])
-
-    return calls
 
 
 def test_an_exact_vector_list_computes_each_scoped_distance_once(tenant_a: Tenant, tenant_b: Tenant,
