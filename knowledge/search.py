@@ -103,10 +103,13 @@ class Scope:
     params: dict[str, Any] = field(default_factory=dict)
     project_ids: tuple[Any, ...] = ()
     unassigned: bool = False
+    # An SQL expression (over the same parameters) that gives the scope's row count without reading its rows;
+    # blank: the rows are counted (`knowledge.search_scope.scoped_read`).
+    rows_sql: str = ""
 
     def narrowed(self, condition: str, **params: Any) -> Scope:
-        """This scope with one more SQL condition (AND) and its parameters."""
-        return replace(self, sql=f"{self.sql} AND {condition}", params={**self.params, **params})
+        """This scope with one more SQL condition (AND) and its parameters; its rows are counted again."""
+        return replace(self, sql=f"{self.sql} AND {condition}", params={**self.params, **params}, rows_sql="")
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,8 @@ class Scoped:
 def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusion) -> Scoped:
     """The query's lexemes and the scope's size. A scope the statistics put well above `exact_rows` is not
     counted (its vector list will walk the index); a smaller one is counted, at most `exact_rows` + 1 rows (the
-    scope's own indexes, a few milliseconds), and searched exactly unless it is most of the table (by the
-    statistics, then uncounted, or by its count)."""
+    scope's own indexes, a few milliseconds) or by its `rows_sql`, and searched exactly unless it is most of the
+    table (by the statistics, then uncounted, or by its count)."""
     stats, limit = term_stats(table), fusion.exact_rows
     estimate = stats.scope_rows(scope.project_ids, unassigned=scope.unassigned)
     # Counting reads every row of the scope (7 ms at 10,000 knowledge rows): not for one whose projects' own shares
@@ -55,8 +55,8 @@ def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusio
     key = _scope_key(table, scope, limit) if limit > 0 and estimate <= 4 * limit and not walks else None
     known_large = key is not None and _large_until.get(key, 0.0) > time.monotonic()
     counting = key is not None and not known_large
-    extra = (f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
-             if counting else "NULL")
+    counted_rows = f"(SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {scope.sql} LIMIT {int(limit) + 1}) s)"  # noqa: S608
+    extra = (scope.rows_sql or counted_rows) if counting else "NULL"
     cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{TS_CONFIG}', %(qtext)s)), {extra}",
                    {**scope.params, "qtext": query})
     lexemes, counted = cursor.fetchone()
