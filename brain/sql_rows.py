@@ -96,12 +96,13 @@ def _positional(sql: str) -> tuple[str, list[str]]:
     return _NAMED.sub(number, sql), names
 
 
-def execute_prepared(cursor: Any, name: str, sql: str, params: dict[str, Any], *, prefix: str = "") -> None:
+def execute_prepared(cursor: Any, name: str, sql: str, params: dict[str, Any], *, prefix: str = "",
+                     suffix: str = "") -> None:
     """Runs `sql` (named `%(…)s` placeholders) as a server-side prepared statement of this connection, so
     PostgreSQL plans it once per connection instead of on every call (planning cost more than running these
     per-call statements). `prefix` is a statement sent in the same query string (then the cursor is moved to
-    the prepared statement's result). A statement the server no longer knows (a pooler's DISCARD) is prepared
-    again once."""
+    the prepared statement's result), `suffix` one sent after it (its result is left unread). A statement the
+    server no longer knows (a pooler's DISCARD) is prepared again once."""
     positional, names = _positional(sql)
     raw = connection.connection
     done = _prepared.setdefault(raw, set())
@@ -110,7 +111,8 @@ def execute_prepared(cursor: Any, name: str, sql: str, params: dict[str, Any], *
             cursor.execute(f"PREPARE {name} AS {positional}")
             done.add(name)
         try:
-            cursor.execute(f"{prefix}EXECUTE {name}({', '.join(['%s'] * len(names))})", [params[n] for n in names])
+            cursor.execute(f"{prefix}EXECUTE {name}({', '.join(['%s'] * len(names))}){suffix}",
+                           [params[n] for n in names])
         except ProgrammingError as exc:
             if attempt == 2 or not isinstance(exc.__cause__, InvalidSqlStatementName):
                 raise
@@ -122,21 +124,34 @@ def execute_prepared(cursor: Any, name: str, sql: str, params: dict[str, Any], *
 
 
 # In a statement's own query string (see `execute_generic`): the prepared statement after it runs on its generic plan.
-GENERIC_PLAN_CALL = "set_config('plan_cache_mode', 'force_generic_plan', true)"
+GENERIC_PLAN = ("plan_cache_mode", "force_generic_plan")
+
+
+def local_settings(settings: Sequence[tuple[str, str]]) -> tuple[str, str]:
+    """The statement that sets `settings` (name, value) for the statement after it in one query string, and the one
+    to send after that statement (blank or starting with "; "). The query string runs as one transaction, so outside
+    an enclosing one the settings end with it; inside one they would last for the rest of it, and a statement
+    planned there (a prepared one's generic plan, kept for the connection) would be planned under them, so the
+    second statement puts them back to the session's values."""
+    calls = ", ".join(f"set_config('{name}', '{value}', true)" for name, value in settings)
+    if not connection.in_atomic_block:
+        return f"SELECT {calls}", ""
+    back = ", ".join(f"set_config('{name}', (SELECT reset_val FROM pg_settings WHERE name = '{name}'), true)"  # noqa: S608
+                     for name, _ in settings)
+    return f"SELECT {calls}", f"; SELECT {back}"
 
 
 def execute_generic(cursor: Any, kind: str, sql: str, params: dict[str, Any], *, counts: Sequence[str] = (),
-                    settings: Sequence[str] = ()) -> None:
+                    settings: Sequence[tuple[str, str]] = ()) -> None:
     """Runs `sql` as this connection's prepared statement named after its text, on its generic plan: planned once
     per connection, for a statement whose plan's shape its SQL already fixes, so no value would change it.
     `counts`: integer parameters written into the SQL (its LIMITs), which a generic plan would otherwise guess.
-    `settings`: more `set_config(..., true)` calls sent with it. The calls run in the statement's own implicit
-    transaction, so they end with it."""
+    `settings`: more (name, value) settings it runs under (`local_settings`)."""
     for name in counts:
         sql = sql.replace(f"%({name})s", str(int(params[name])))
     digest = hashlib.sha1(sql.encode(), usedforsecurity=False).hexdigest()[:16]
-    calls = ", ".join([*settings, GENERIC_PLAN_CALL])
-    execute_prepared(cursor, f"brain_{kind}_{digest}", sql, params, prefix=f"SELECT {calls}; ")
+    before, after = local_settings([*settings, GENERIC_PLAN])
+    execute_prepared(cursor, f"brain_{kind}_{digest}", sql, params, prefix=f"{before}; ", suffix=after)
 
 
 def prepared_rows(name: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from brain.sql_rows import execute_generic
+from brain.sql_rows import execute_generic, local_settings
 from knowledge.search_standard import long_row_penalty
 
 if TYPE_CHECKING:
@@ -54,24 +54,22 @@ def vector_literal(vector: list[float] | None) -> str | None:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
-def walk_settings(ef: int) -> tuple[str, ...]:
-    """The settings a fusion statement that walks the HNSW index runs under, set in its query string: filtered scans
-    keep going until enough rows pass the scope (pgvector >= 0.8), `ef_search` is at least the rows wanted, and
-    sorting is priced out, so the plan takes its order from the index. The statements of one query string run as one
-    transaction, so the settings are local to that statement (even through a pooler; inside a caller's transaction,
-    to the rest of it) and the search needs no transaction of its own: its BEGIN and COMMIT were two round trips of
+def walk_settings(ef: int) -> tuple[tuple[str, str], ...]:
+    """The settings a fusion statement that walks the HNSW index runs under (`brain.sql_rows.local_settings`):
+    filtered scans keep going until enough rows pass the scope (pgvector >= 0.8), `ef_search` is at least the rows
+    wanted, and sorting is priced out, so the plan takes its order from the index. They are set in the statement's
+    own query string, so the search needs no transaction of its own: its BEGIN and COMMIT were two round trips of
     every open.
 
     The search walks because its own count said the walk costs less (`knowledge.search_scope`); the planner, guessing
     a project's rows from the table's average, chose to sort the whole scope instead. Every plan of the statement
     sorts the fused rows, so only that sort of the scope is priced out: a project of 8,000 rows among 30,000 took
     19.5 ms on the sort and 3.9 on the walk (docs/benchmarks.md, issue 17, thirty-third pass)."""
-    return ("set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            f"set_config('hnsw.ef_search', '{int(ef)}', true)", "set_config('enable_sort', 'off', true)")
+    return (("hnsw.iterative_scan", "relaxed_order"), ("hnsw.ef_search", str(int(ef))), ("enable_sort", "off"))
 
 
 def execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks: bool, generic: bool) -> None:
-    """Runs the fusion statement; one that walks the HNSW index runs after `walk_settings` in one query string.
+    """Runs the fusion statement; one that walks the HNSW index runs under `walk_settings`.
     Such a statement over a large scope (`generic`: no neighbour terms) is prepared once per connection and run on
     its generic plan, whose shape never depends on the values (an index walk, a hash join with the full-text
     arrays, the rows by primary key): planning it took 0.5-0.7 ms of its 2.3 at 100,000 rows (docs/benchmarks.md,
@@ -81,7 +79,8 @@ def execute_fusion(cursor: Any, statement: str, params: dict[str, Any], *, walks
         cursor.execute(statement, params)
         return
     if not generic:
-        cursor.execute(f"SELECT {', '.join(walk_settings(params['ef']))}; {statement}", params)
+        before, after = local_settings(walk_settings(params["ef"]))
+        cursor.execute(f"{before}; {statement}{after}", params)
         cursor.nextset()
         return
     execute_generic(cursor, "fusion", statement, params, counts=("n",), settings=walk_settings(params["ef"]))

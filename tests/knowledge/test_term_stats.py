@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from knowledge import search_scope, term_stats
@@ -152,6 +152,29 @@ def test_a_walking_vector_list_reads_the_index_whatever_the_planner_guesses(
     theirs = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes", mode="vector",
                                scope=knowledge_scope(principal=tenant_b.principal), fusion=walking)
     assert theirs.candidates and not {c.id for c in theirs.candidates} & mine
+
+
+def test_a_walk_inside_a_transaction_puts_its_settings_back(tenant_a: Tenant, tenant_b: Tenant, analysed: None) -> None:
+    """Inside an enclosing transaction (brain_retrieve_knowledge runs in one) the walk's local settings would last
+    for the rest of it, and a statement planned there would keep a plan made with sorting priced out."""
+    walking = Fusion(exact_rows=1000, exact_floor=50, walk_share=0.99, candidates=40, walk_cost=2.0)
+    names = ("enable_sort", "plan_cache_mode", "hnsw.ef_search", "hnsw.iterative_scan")
+
+    def current() -> tuple[str, ...]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT " + ", ".join("current_setting(%s)" for _ in names), names)
+            return tuple(cursor.fetchone())
+
+    before = current()
+    with transaction.atomic():
+        for tenant in (tenant_a, tenant_b):
+            with CaptureQueriesContext(connection) as queries:
+                found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", query="deploy kubernetes",
+                                          scope=knowledge_scope(principal=tenant.principal), mode="hybrid",
+                                          fusion=walking)
+            assert found.candidates and current() == before
+        assert any("enable_sort" in q["sql"] for q in queries.captured_queries) is False  # B's 3 rows: exact
+    assert before[0] == "on"
 
 
 def test_a_scope_its_statistics_put_small_is_counted_and_its_count_decides(
