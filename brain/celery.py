@@ -27,6 +27,7 @@ app.conf.beat_schedule = {
     "knowledge-decay": {"task": "knowledge.tasks.nightly_decay", "schedule": crontab(hour=2, minute=0)},
     "knowledge-evolution": {"task": "knowledge.tasks.nightly_evolution", "schedule": crontab(hour=2, minute=30)},
     "cross-session-extract": {"task": "sessions.tasks.cross_session_daily", "schedule": crontab(hour=3, minute=0)},
+    "knowledge-scope-rows": {"task": "knowledge.tasks.scope_rows_recount", "schedule": crontab(hour=3, minute=30)},
     "mcp-sweep-idle-sessions": {"task": "mcpgw.sweep_idle_sessions", "schedule": 300.0},
     "purge-expired": {"task": "projects.purge_expired", "schedule": 3600.0},
     "embed-pending-events": {"task": "sessions.tasks.embed_pending_events", "schedule": 60.0},

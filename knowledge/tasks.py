@@ -58,6 +58,14 @@ def nightly_evolution(as_of: str | None = None) -> int:
     return _fan_out("evolution", evolve_scope, as_of)
 
 
+@shared_task(name="knowledge.tasks.scope_rows_recount", autoretry_for=(Exception,), max_retries=3, retry_backoff=60)
+def scope_rows_recount() -> int:
+    """Beat, nightly: every scope's kept row count checked against its rows (`knowledge.services.scope_rows`)."""
+    from knowledge.services.scope_rows import scope_rows_recount as recount
+
+    return recount()
+
+
 @shared_task(name="knowledge.tasks.embed_pending_knowledge", acks_late=True)
 def embed_pending_knowledge() -> int:
     """Beat, every minute: vectors for knowledge rows whose in-process batcher never ran (crash, full queue)."""

@@ -10,11 +10,12 @@ from typing import Any
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from knowledge.models import KnowledgeItem, KnowledgeType
+from knowledge.models import KnowledgeItem, KnowledgeType, ScopeRows
 from knowledge.search import Fusion, hybrid_candidates
 from knowledge.selectors.search import KNOWLEDGE_TABLE, knowledge_scope
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from knowledge.services.review import knowledge_review_decide
+from knowledge.services.scope_rows import scope_rows_recount
 from projects.scope import Principal
 from tests.conftest import Tenant
 from tests.knowledge.team import make_team
@@ -101,3 +102,22 @@ def test_a_search_reads_the_kept_count_and_scores_as_if_it_counted(tenant_a: Ten
     assert not narrowed.rows_sql  # a narrower condition than the kept count's: counted
     settings.BRAIN_RETRIEVAL = {**settings.BRAIN_RETRIEVAL, "decay_floor": 0.5}
     assert not knowledge_scope(principal=tenant_a.principal).rows_sql  # another floor than the kept count's
+
+
+def test_the_nightly_recount_corrects_counts_a_write_bypassed(tenant_a: Tenant, tenant_b: Tenant,
+                                                              caplog: Any) -> None:
+    knowledge_create_many(owner=tenant_a.user, project=tenant_a.project, drafts=DRAFTS)
+    knowledge_create_many(owner=tenant_b.user, project=tenant_b.project, drafts=DRAFTS[:2])
+    assert scope_rows_recount() == 0  # the triggers kept every count
+    with connection.cursor() as cursor:  # what a restore or a replica applying rows without triggers leaves behind
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        knowledge_create_many(owner=tenant_a.user, project=tenant_a.project, drafts=DRAFTS[:3])
+        cursor.execute("SET LOCAL session_replication_role = origin")
+        cursor.execute("INSERT INTO knowledge_scoperows (scope, rows) VALUES (%s, 4)", [f"project:{uuid.uuid4()}"])
+    assert kept_and_counted(tenant_a.principal) == (6, 9)
+    assert scope_rows_recount() == 2
+    assert_kept(tenant_a.principal, 9)
+    assert_kept(tenant_b.principal, 2)
+    assert "op=knowledge.scope_rows_recounted" in caplog.text and "corrected=2" in caplog.text
+    assert ScopeRows.objects.filter(rows=4).count() == 0  # the scope that has no rows is gone
+    assert scope_rows_recount() == 0

@@ -36,10 +36,11 @@ def test_beat_schedule_has_every_job_at_its_time() -> None:
     assert schedule["jobs-requeue"]["task"] == "sessions.tasks.session_jobs_requeue"
     assert schedule["jobs-requeue"]["schedule"] == 60.0
     nightly = {name: schedule[name]["schedule"] for name in
-               ("knowledge-decay", "knowledge-evolution", "cross-session-extract")}
+               ("knowledge-decay", "knowledge-evolution", "cross-session-extract", "knowledge-scope-rows")}
     assert nightly == {"knowledge-decay": crontab(hour=2, minute=0),
                        "knowledge-evolution": crontab(hour=2, minute=30),
-                       "cross-session-extract": crontab(hour=3, minute=0)}
+                       "cross-session-extract": crontab(hour=3, minute=0),
+                       "knowledge-scope-rows": crontab(hour=3, minute=30)}
     vectors = {name: (schedule[name]["task"], schedule[name]["schedule"])
                for name in ("embed-pending-events", "embed-pending-knowledge")}
     assert vectors == {"embed-pending-events": ("sessions.tasks.embed_pending_events", 60.0),
