@@ -10,7 +10,7 @@ from django.http import HttpRequest
 
 from brain.errors import BrainError
 from knowledge.guard_models import DreamRun, GuardCalibration, GuardDecision, GuardPattern, GuardRuleVersion
-from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, LlmUsage, PeerCard, Proposal
+from knowledge.models import Contradiction, HealthSnapshot, KnowledgeItem, LlmUsage, PeerCard, Proposal, ScopeRows
 from knowledge.services.curate import knowledge_delete, knowledge_restore
 from knowledge.services.knowledge_vectors import knowledge_vectors_follow
 from knowledge.services.proposals import proposal_approve
@@ -166,11 +166,9 @@ class DreamRunAdmin(admin.ModelAdmin):
     raw_id_fields = ("owner",)
 
 
-@admin.register(GuardRuleVersion)
-class GuardRuleVersionAdmin(admin.ModelAdmin):
-    """Written by database triggers only (the guard cache's invalidation): read-only here."""
+class TriggerKeptAdmin(admin.ModelAdmin):
+    """Rows written by database triggers only: read-only here."""
 
-    list_display = ("scope", "version")
     search_fields = ("scope",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -178,6 +176,20 @@ class GuardRuleVersionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+@admin.register(GuardRuleVersion)
+class GuardRuleVersionAdmin(TriggerKeptAdmin):
+    """The guard cache's invalidation."""
+
+    list_display = ("scope", "version")
+
+
+@admin.register(ScopeRows)
+class ScopeRowsAdmin(TriggerKeptAdmin):
+    """Each scope's retrievable rows, as searches read them (the nightly `knowledge-scope-rows` task corrects them)."""
+
+    list_display = ("scope", "rows")
 
 
 @admin.register(GuardCalibration)
