@@ -48,6 +48,7 @@ COMMANDS: list[Command] = [
     Command(("import",), "knowledge.cli.imports"),
     Command(("export",), "sessions.cli.export"),
     Command(("guard", "calibrate"), "knowledge.cli.guard_calibrate"),
+    Command(("knowledge", "recount"), "knowledge.cli.scope_rows"),
     Command(("mcp", "stdio"), "mcpgw.stdio", needs_db=False),
     Command(("bench", "jobs"), "brain.bench.jobs"),
     Command(("bench", "tools"), "brain.bench.tools"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "check database, pgvector, broker, embedder, vectors, migrations, indexes and guard rules"
+HELP = "check database, pgvector, broker, embedder, vectors, migrations, indexes, guard rules and scope sizes"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         ("migrations", check_migrations()),
         ("indexes", check_indexes()),
         ("guard", _check_named("BRAIN_GUARD_CHECK", "not configured")),
+        ("scopes", _check_named("BRAIN_SCOPE_ROWS_CHECK", "not configured")),
     ]
     for name, (ok, detail) in checks:
         print(f"{'ok  ' if ok else 'FAIL'} {name:<11} {detail}")

@@ -223,6 +223,7 @@ BRAIN_EMBEDDINGS_MODEL_DIR = env_override("BRAIN_EMBEDDINGS_MODEL_DIR", Path)
 BRAIN_EMBEDDER_CHECK = "knowledge.embeddings.embedder_health"
 BRAIN_VECTORS_CHECK = "sessions.services.event_vectors.vectors_health"  # `brain doctor`: rows owed a vector
 BRAIN_GUARD_CHECK = "knowledge.selectors.guard_health.guard_health"  # `brain doctor`: rules RE2 cannot run
+BRAIN_SCOPE_ROWS_CHECK = "knowledge.selectors.scope_rows.scope_rows_health"  # `brain doctor`: kept sizes that drifted
 # The semantic guard's warning threshold; unset: `brain guard calibrate`'s stored value, else 0.62 (docs/tools.md).
 BRAIN_GUARD_SEMANTIC_THRESHOLD = env_override("BRAIN_GUARD_SEMANTIC_THRESHOLD", float)
 BRAIN_RETRIEVAL = {

@@ -2,8 +2,9 @@
 
 Triggers keep the counts in every writing transaction, but a write that bypasses triggers (a data-only restore run
 with `--disable-triggers`, replication with `session_replication_role = replica`) would leave them wrong, and with
-them BM25's row count and the choice between exact and walked search. The nightly recount puts every scope back
-to its rows, removes scopes left with none, and logs a warning naming how many it corrected.
+them BM25's row count and the choice between exact and walked search. The nightly recount (and `brain knowledge
+recount`) puts every scope back to its rows, removes scopes left with none, and logs a warning naming how many it
+corrected; `brain doctor` reports scopes that differ.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from django.db import connection, transaction
 
 from brain.logs import log_op
 from knowledge.models import KnowledgeItem, ScopeRows
+from knowledge.selectors.scope_rows import actual_rows_cte
 
 logger = logging.getLogger(__name__)
 
@@ -22,12 +24,9 @@ LOCK_WAIT = "5s"
 
 
 def _recount_sql() -> str:
-    items, kept = KnowledgeItem._meta.db_table, ScopeRows._meta.db_table
+    kept = ScopeRows._meta.db_table
     return f"""
-        WITH actual AS (
-            SELECT knowledge_scope_key(project_id, owner_id) AS scope, count(*) AS rows FROM {items}
-            WHERE knowledge_scope_counted(deleted_at, superseded_by_id, type, decay_score, review_status)
-            GROUP BY 1),
+        WITH {actual_rows_cte()},
         fixed AS (
             INSERT INTO {kept} AS c (scope, rows)
             SELECT a.scope, a.rows FROM actual a LEFT JOIN {kept} k ON k.scope = a.scope

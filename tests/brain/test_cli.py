@@ -73,8 +73,28 @@ def test_token_revoke_by_prefix(db_env, tenant_a) -> None:
 def test_doctor_reports_each_dependency(db_env) -> None:
     result = run_brain("doctor", env=db_env)
     names = [line.split()[1] for line in result.stdout.splitlines()]
-    assert names == ["database", "pgvector", "broker", "embedder", "vectors", "migrations", "indexes", "guard"]
+    assert names == ["database", "pgvector", "broker", "embedder", "vectors", "migrations", "indexes", "guard",
+                     "scopes"]
     assert result.returncode == 0, result.stdout
+
+
+def test_doctor_names_a_drifted_scope_size_and_recount_mends_it(db_env, tenant_a, tenant_b) -> None:
+    from knowledge.models import ScopeRows
+    from knowledge.services.create import KnowledgeDraft, knowledge_create_many
+
+    for tenant in (tenant_a, tenant_b):
+        knowledge_create_many(owner=tenant.user, project=tenant.project,
+                              drafts=[KnowledgeDraft(f"Deploy service {n} through the pipeline") for n in range(3)])
+    mine, theirs = (f"project:{tenant.project.id}" for tenant in (tenant_a, tenant_b))
+    ScopeRows.objects.filter(scope=mine).update(rows=7)  # what a restore past the triggers leaves
+    doctor = run_brain("doctor", env=db_env)
+    assert doctor.returncode == 1
+    (line,) = [line for line in doctor.stdout.splitlines() if line.split()[1] == "scopes"]
+    assert line.startswith("FAIL") and "1 scope(s)" in line and "brain knowledge recount" in line
+    recount = run_brain("knowledge", "recount", env=db_env)
+    assert recount.returncode == 0 and recount.stdout.strip() == "corrected 1 scope(s)", recount.stderr
+    assert dict(ScopeRows.objects.filter(scope__in=[mine, theirs]).values_list("scope", "rows")) == {mine: 3, theirs: 3}
+    assert run_brain("doctor", env=db_env).returncode == 0
 
 
 def test_wrong_database_url_is_one_clear_line() -> None:
