@@ -13,6 +13,7 @@ from brain.config import overridden
 from brain.text import text_storable
 from knowledge.injection import DEFAULT_BUDGET
 from knowledge.models import DECAY_FLOOR, REVIEW_USABLE_SQL, KnowledgeType, ScopeRows
+from knowledge.nightly import NightlyScope
 from knowledge.scoring import Context, Weights, cut, rescore_candidates
 from knowledge.search import CandidateSet, Fusion, Mode, Scope, hybrid_candidates
 from knowledge.selectors.review import author_labels
@@ -106,20 +107,23 @@ def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None 
     params = {"scope_projects": project_ids, "scope_user": principal.user.id,
               "decay_floor": decay_floor()}
     scope = Scope(sql, params, project_ids=tuple(project_ids), unassigned=principal.reads_personal)
-    return _rows_kept(scope, project_ids, personal=principal.reads_personal)
+    return _rows_kept(scope)
 
 
-def _rows_kept(scope: Scope, project_ids: list[Any], *, personal: bool) -> Scope:
-    """`scope` with its size read from the counts the database keeps per scope (`ScopeRows`), plus the reader's own
-    rows held for review (the partial index of pending rows), where those counts use the floor in force."""
+def _rows_kept(scope: Scope) -> Scope:
+    """`scope` with its size read from the counts the database keeps per scope (`ScopeRows`, keyed as the nightly
+    jobs key scopes), plus the reader's own rows held for review (the partial index of pending rows), where those
+    counts use the floor in force."""
     if scope.params["decay_floor"] != DECAY_FLOOR:
         return scope
-    keys = [f"project:{pk}" for pk in project_ids] + ([f"owner:{scope.params['scope_user']}"] if personal else [])
+    scopes = [NightlyScope(project_id=pk, owner_id=None) for pk in scope.project_ids]
+    if scope.unassigned:
+        scopes.append(NightlyScope(project_id=None, owner_id=scope.params["scope_user"]))
     held = (f"SELECT count(*) FROM {KNOWLEDGE_TABLE} t WHERE t.review_status = 'pending' "  # noqa: S608
             f"AND t.owner_id = %(scope_user)s AND {scope.sql}")
     rows_sql = (f"((SELECT coalesce(sum(c.rows), 0) FROM {ScopeRows._meta.db_table} c "  # noqa: S608
                 f"WHERE c.scope = ANY(%(scope_keys)s::text[])) + ({held}))")
-    return replace(scope, params={**scope.params, "scope_keys": keys}, rows_sql=rows_sql)
+    return replace(scope, params={**scope.params, "scope_keys": [kept.key for kept in scopes]}, rows_sql=rows_sql)
 
 
 def knowledge_search(
