@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from typing import IO, Any
 import httpx
 
 from brain.bench.lean_http import Answer, LeanConnection
+from brain.bench.mcp_paired import BLOCKS, Endpoint, Sample, paired, pooled, spread
 from mcpgw import protocol as p
 
 HELP = "benchmark MCP tools/call (brain_list_projects): p50/p95 and calls/s, both eras, --reference: vs the SDK"
@@ -44,7 +44,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--web-workers", type=int, default=2, help="web workers of the temporary server")
     parser.add_argument("--reference", action="store_true",
                         help="also measure the official MCP Python SDK server (one trivial tool, uvicorn) "
-                             "in the same run and print the ratio (handshake era)")
+                             "in the same run, in turns with the brain, and print the ratio (handshake era)")
+    parser.add_argument("--blocks", type=int, default=BLOCKS,
+                        help=f"with --reference: turns each server takes per client count (default {BLOCKS})")
     parser.add_argument("--events", type=int, default=0,
                         help="also measure brain_log_event: this many events per client count, each client "
                              "writing to its own session; every acknowledged event is checked stored")
@@ -195,7 +197,8 @@ async def _client(http: httpx.AsyncClient, url: str, modern: bool, remaining: li
         await http.delete(url, headers=headers)
 
 
-async def measure(url: str, token: str, *, modern: bool, clients: int, calls: int) -> dict[str, float]:
+async def sample(url: str, token: str, *, modern: bool, clients: int, calls: int) -> Sample:
+    """`calls` tools/call shared by `clients` concurrent clients, each on its own connection and session."""
     latencies: list[float] = []
     errors: list[str] = []
     async with bench_http(token, clients) as http:
@@ -205,9 +208,22 @@ async def measure(url: str, token: str, *, modern: bool, clients: int, calls: in
         elapsed = time.perf_counter() - started
     if errors:
         raise SystemExit(f"{len(errors)} calls failed, first: {errors[0]}")
-    cuts = statistics.quantiles(latencies, n=100)
-    return {"calls": len(latencies), "p50": cuts[49] * 1000, "p95": cuts[94] * 1000, "p99": cuts[98] * 1000,
-            "rate": len(latencies) / elapsed}
+    return Sample(latencies, elapsed)
+
+
+async def measure(url: str, token: str, *, modern: bool, clients: int, calls: int) -> dict[str, float]:
+    return pooled([await sample(url, token, modern=modern, clients=clients, calls=calls)])
+
+
+async def _legacy_sample(endpoint: Endpoint, clients: int, calls: int) -> Sample:
+    return await sample(endpoint.url, endpoint.token, modern=False, clients=clients, calls=calls)
+
+
+def _row(clients: int, figures: dict[str, float], quiet: bool, label: str = "") -> dict[str, Any]:
+    if not quiet:
+        print(f"  {clients:>3} client(s){label}: calls={figures['calls']:.0f}  p50={figures['p50']:.2f} ms  "
+              f"p95={figures['p95']:.2f} ms  p99={figures['p99']:.2f} ms  {figures['rate']:.0f} calls/s", flush=True)
+    return {"clients": clients, **{k: round(v, 2) for k, v in figures.items()}}
 
 
 def _series(url: str, token: str, args: argparse.Namespace, modern: bool) -> list[dict[str, Any]]:
@@ -215,62 +231,81 @@ def _series(url: str, token: str, args: argparse.Namespace, modern: bool) -> lis
     for clients in args.clients:
         asyncio.run(measure(url, token, modern=modern, clients=clients, calls=max(100, clients * 10)))  # warm-up
         figures = asyncio.run(measure(url, token, modern=modern, clients=clients, calls=args.calls))
-        rows.append({"clients": clients, **{k: round(v, 2) for k, v in figures.items()}})
-        if not args.json:
-            print(f"  {clients:>3} client(s): calls={figures['calls']:.0f}  p50={figures['p50']:.2f} ms  "
-                  f"p95={figures['p95']:.2f} ms  p99={figures['p99']:.2f} ms  {figures['rate']:.0f} calls/s",
-                  flush=True)
+        rows.append(_row(clients, figures, args.json))
     return rows
 
 
-def _measure_brain(url: str, token: str, args: argparse.Namespace) -> dict[str, Any]:
-    eras = {"both": ["legacy", "modern"], "legacy": ["legacy"], "modern": ["modern"]}[args.era]
+def _heading(era: str, args: argparse.Namespace) -> None:
+    if not args.json:
+        print(f"brain, {era} era ({p.LATEST_LEGACY if era == 'legacy' else MODERN}), {TOOL}:", flush=True)
+
+
+def _measure_brain(url: str, token: str, args: argparse.Namespace, eras: list[str]) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for era in eras:
-        if not args.json:
-            print(f"brain, {era} era ({p.LATEST_LEGACY if era == 'legacy' else MODERN}), {TOOL}:", flush=True)
+        _heading(era, args)
         report[era] = _series(f"{url}/mcp", token, args, era == "modern")
     return report
 
 
-def _measure_reference(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _measure_paired(url: str, token: str, args: argparse.Namespace) -> tuple[list[Any], list[Any], list[Any]]:
+    """The brain's handshake-era series and the reference's, in turns (`brain.bench.mcp_paired`), and the spread
+    of their per-block p50 ratios."""
     from brain.bench.mcp_reference import reference_python, reference_server
 
     python = reference_python()
-    with reference_server(free_port(), python) as url:
+    ours, theirs, spreads = [], [], []
+    with reference_server(free_port(), python) as reference_url:
         if not args.json:
-            print("reference (MCP Python SDK MCPServer under uvicorn, one trivial tool), handshake era:", flush=True)
-        return _series(url, "none", args, False)
+            print(f"brain, legacy era ({p.LATEST_LEGACY}), {TOOL}, in {args.blocks} turns each with the reference (MCP "
+                  "Python SDK MCPServer under uvicorn, one trivial tool, handshake era):", flush=True)
+        for clients in args.clients:
+            brain_figures, reference_figures, block_ratios = paired(
+                _legacy_sample, Endpoint(f"{url}/mcp", token), Endpoint(reference_url, "none"), clients=clients,
+                calls=args.calls, blocks=args.blocks)
+            ours.append(_row(clients, brain_figures, args.json, " brain    "))
+            theirs.append(_row(clients, reference_figures, args.json, " reference"))
+            spreads.append(spread(block_ratios))
+    return ours, theirs, spreads
 
 
-def ratios(brain: list[dict[str, Any]], reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """ours / reference per client count: > 1 means we are slower (p50) or faster (rate)."""
-    return [{"clients": ours["clients"], "p50": round(ours["p50"] / ref["p50"], 2),
+def ratios(brain: list[dict[str, Any]], reference: list[dict[str, Any]],
+           spreads: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """ours / reference per client count: > 1 means we are slower (p50) or faster (rate); with `spreads`, each
+    count's lowest, median and highest per-block p50 ratio as `p50Blocks`."""
+    rows = [{"clients": ours["clients"], "p50": round(ours["p50"] / ref["p50"], 2),
              "p95": round(ours["p95"] / ref["p95"], 2), "rate": round(ours["rate"] / ref["rate"], 2)}
             for ours, ref in zip(brain, reference, strict=True)]
+    for row, blocks in zip(rows, spreads or [], strict=False):
+        row["p50Blocks"] = blocks
+    return rows
 
 
-def render_side_by_side(brain: list[dict[str, Any]], reference: list[dict[str, Any]]) -> str:
+def render_side_by_side(brain: list[dict[str, Any]], reference: list[dict[str, Any]],
+                        spreads: list[dict[str, Any]] | None = None) -> str:
     lines = ["", f"{'clients':>7} | {'brain p50/p95 ms':>17} {'calls/s':>8} | {'reference p50/p95 ms':>21} "
-             f"{'calls/s':>8} | {'p50 ratio':>9} {'rate ratio':>10}"]
-    for ours, ref, ratio in zip(brain, reference, ratios(brain, reference), strict=True):
+             f"{'calls/s':>8} | {'p50 ratio':>9} {'rate ratio':>10}{' | blocks min-max' if spreads else ''}"]
+    for ratio, ours, ref in zip(ratios(brain, reference, spreads), brain, reference, strict=True):
+        blocks = ratio.get("p50Blocks")
         lines.append(f"{ours['clients']:>7} | {ours['p50']:>8.2f}/{ours['p95']:<8.2f} {ours['rate']:>8.0f} | "
                      f"{ref['p50']:>12.2f}/{ref['p95']:<8.2f} {ref['rate']:>8.0f} | {ratio['p50']:>8.2f}x "
-                     f"{ratio['rate']:>9.2f}x")
+                     f"{ratio['rate']:>9.2f}x" + (f" | {blocks['min']:.2f}-{blocks['max']:.2f}x" if blocks else ""))
     return "\n".join(lines)
 
 
 def _report(url: str, token: str, args: argparse.Namespace, data_dir: str = "") -> dict[str, Any]:
     if not args.json:
         print(f"brain bench mcp: {args.calls} tools/call {TOOL} per series, {url}/mcp", flush=True)
-    report: dict[str, Any] = {"tool": TOOL, "calls": args.calls, "load": os.getloadavg(),
-                              "brain": _measure_brain(url, token, args)}
-    if args.reference:
-        report["reference"] = _measure_reference(args)
-        legacy = report["brain"].get("legacy") or next(iter(report["brain"].values()))
-        report["ratio"] = ratios(legacy, report["reference"])
+    report: dict[str, Any] = {"tool": TOOL, "calls": args.calls, "load": os.getloadavg()}
+    eras = {"both": ["legacy", "modern"], "legacy": ["legacy"], "modern": ["modern"]}[args.era]
+    if args.reference:  # the handshake era in turns with the reference; a modern series after, alone
+        legacy, report["reference"], spreads = _measure_paired(url, token, args)
+        report["brain"] = {"legacy": legacy, **_measure_brain(url, token, args, [e for e in eras if e != "legacy"])}
+        report["ratio"] = ratios(legacy, report["reference"], spreads)
         if not args.json:
-            print(render_side_by_side(legacy, report["reference"]))
+            print(render_side_by_side(legacy, report["reference"], spreads))
+    else:
+        report["brain"] = _measure_brain(url, token, args, eras)
     # Last: the writes leave the server embedding their vectors for a while, which would slow the reference.
     if args.events:
         from brain.bench.mcp_events import events_series, vector_watch
@@ -292,8 +327,9 @@ def _report(url: str, token: str, args: argparse.Namespace, data_dir: str = "") 
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.events < 0 or args.calls < 1 or args.rate < 0:
-        print("brain bench mcp: --calls must be at least 1, --events and --rate at least 0", file=sys.stderr)
+    if args.events < 0 or args.calls < 1 or args.rate < 0 or args.blocks < 1:
+        print("brain bench mcp: --calls and --blocks must be at least 1, --events and --rate at least 0",
+              file=sys.stderr)
         return 2
     if args.url:
         token = args.token or os.environ.get("BRAIN_MCP_TOKEN", "")
