@@ -203,8 +203,9 @@ async def sample(url: str, token: str, *, modern: bool, clients: int, calls: int
     errors: list[str] = []
     async with bench_http(token, clients) as http:
         started = time.perf_counter()
-        await asyncio.gather(*[_client(http, url, modern, [calls // clients], latencies, errors)
-                               for _ in range(clients)])
+        # Each client's share; the first `calls % clients` take one more, so the block makes exactly `calls`.
+        await asyncio.gather(*[_client(http, url, modern, [calls // clients + (n < calls % clients)], latencies,
+                                       errors) for n in range(clients)])
         elapsed = time.perf_counter() - started
     if errors:
         raise SystemExit(f"{len(errors)} calls failed, first: {errors[0]}")
