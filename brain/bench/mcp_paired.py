@@ -1,7 +1,7 @@
 """`brain bench mcp --reference`: the brain and the SDK reference measured in turns, not one after the other.
 
 A 2-core host's speed drifts by a third within minutes (docs/benchmarks.md, issue 17): measured one after the other,
-the two servers met different machines and the ratio followed the drift (1.97x and 2.29x in two runs ten minutes
+the two servers met different machines and the ratio followed the drift (1.97x and 2.29x in two runs 25 minutes
 apart, the brain's p50 alike in both). Here both servers run for the whole series and take turns in blocks,
 brain-reference then reference-brain (so a drift that runs one way through the series favours neither), and each
 side's figures pool its blocks. The spread of the per-block ratios says how far the host moved meanwhile.
