@@ -27,7 +27,7 @@ from typing import IO, Any
 import httpx
 
 from brain.bench.lean_http import Answer, LeanConnection
-from brain.bench.mcp_paired import BLOCKS, Endpoint, Sample, paired, pooled, spread
+from brain.bench.mcp_paired import BLOCKS, Endpoint, Sample, paired, pooled, spread, warm_up_calls
 from mcpgw import protocol as p
 
 HELP = "benchmark MCP tools/call (brain_list_projects): p50/p95 and calls/s, both eras, --reference: vs the SDK"
@@ -230,7 +230,7 @@ def _row(clients: int, figures: dict[str, float], quiet: bool, label: str = "") 
 def _series(url: str, token: str, args: argparse.Namespace, modern: bool) -> list[dict[str, Any]]:
     rows = []
     for clients in args.clients:
-        asyncio.run(measure(url, token, modern=modern, clients=clients, calls=max(100, clients * 10)))  # warm-up
+        asyncio.run(measure(url, token, modern=modern, clients=clients, calls=warm_up_calls(clients)))
         figures = asyncio.run(measure(url, token, modern=modern, clients=clients, calls=args.calls))
         rows.append(_row(clients, figures, args.json))
     return rows

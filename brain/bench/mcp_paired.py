@@ -45,6 +45,11 @@ def pooled(samples: Sequence[Sample]) -> dict[str, float]:
             "rate": len(latencies) / sum(sample.elapsed for sample in samples)}
 
 
+def warm_up_calls(clients: int) -> int:
+    """Calls made before a series is timed: connections, caches and the first calls' imports."""
+    return max(100, clients * 10)
+
+
 def turns(blocks: int) -> list[tuple[str, str]]:
     """The order of each block: brain first in even blocks, the reference first in odd ones."""
     return [("brain", "reference") if block % 2 == 0 else ("reference", "brain") for block in range(blocks)]
@@ -55,8 +60,8 @@ def paired(sampler: Sampler, brain: Endpoint, reference: Endpoint, *, clients: i
     """Each server's pooled figures over `calls` calls in `blocks` turns, and each block's p50 ratio (brain over
     reference)."""
     endpoints = {"brain": brain, "reference": reference}
-    for endpoint in endpoints.values():  # warm-up: connections, caches, the first calls' imports
-        asyncio.run(sampler(endpoint, clients, max(100, clients * 10)))
+    for endpoint in endpoints.values():
+        asyncio.run(sampler(endpoint, clients, warm_up_calls(clients)))
     taken: dict[str, list[Sample]] = {"brain": [], "reference": []}
     for block, order in enumerate(turns(blocks)):
         share = max(clients, calls // blocks + (1 if block < calls % blocks else 0))
