@@ -22,7 +22,15 @@ from brain.sql_rows import execute_generic
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
 from knowledge.models import TS_CONFIG
 from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes, neighbour_gain
-from knowledge.search_scope import PoolRead, Scoped, fts_terms, pool_read, scope_matching, scoped_read
+from knowledge.search_scope import (
+    PoolRead,
+    Scoped,
+    fts_query_text,
+    fts_terms,
+    pool_read,
+    scope_matching,
+    scoped_read,
+)
 from knowledge.search_standard import (
     Standard,
     long_row_penalty,
@@ -391,15 +399,16 @@ def hybrid_candidates(
     Both halves cost a few milliseconds, so a hybrid search waits for the longer one instead of their sum."""
     started = time.perf_counter()
     embedding = embed_query_soon(query) if mode != "fts" else None
+    text = fts_query_text(query)
     with connection.cursor() as cursor:
-        scoped = scoped_read(cursor, table, scope, query, fusion)
-        fts = _fts_list(cursor, table, scope, query, scoped, fusion, order) if mode != "vector" else _FtsList()
+        scoped = scoped_read(cursor, table, scope, text, fusion)
+        fts = _fts_list(cursor, table, scope, text, scoped, fusion, order) if mode != "vector" else _FtsList()
         waiting = time.perf_counter()
         vector, model, notice = _query_vector(embedding)
         waited = time.perf_counter() - waiting
         use_vec = vector is not None
         if not use_vec and mode == "vector":  # no vectors after all: the full-text list stands in
-            fts = _fts_list(cursor, table, scope, query, scoped, fusion, order)
+            fts = _fts_list(cursor, table, scope, text, scoped, fusion, order)
         use_fts = mode != "vector" or not use_vec
         smoothing = fusion.neighbours > 0 or fusion.neighbours_far > 0
         smooth = order if order and smoothing and use_vec and use_fts else None

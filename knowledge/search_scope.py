@@ -4,6 +4,7 @@ otherwise), whether the scope is searched exactly, and the full-text candidate t
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +24,21 @@ FTS_SCAN_CAP = 500
 # 200 (`brain bench retrieval-scale`), which 500 kept, at 8.0 against 7.9 ms p50 (docs/benchmarks.md, issue 17,
 # nineteenth pass).
 WALKED_SCAN_CAP = 500
+
+
+# A run of hyphens that does not join two word characters: a bullet ("- Follow ..."), a command-line flag ("--force"), a
+# YAML or Markdown rule ("---", "|---|"), an arrow ("->"). `websearch_to_tsquery` reads each leading hyphen as a NOT.
+_LOOSE_HYPHENS = re.compile(r"(?<!\w)-+|-+(?!\w)")
+
+
+def fts_query_text(query: str) -> str:
+    """`query` as `websearch_to_tsquery` should read it: its quoted phrases and its "or" keep their meaning, but a
+    hyphen that does not join two words becomes a space. Agents' prompts are not web searches: one in six prompts cut
+    from real rule files had a term negated (a bullet's "- Follow" turned into NOT follow, which kept the rows that
+    follow the advice out of the whole-query candidates), and a Markdown table's "|---|---|" stacked more negations
+    than PostgreSQL's parser holds ("tsquery stack too small"), which failed the whole search (docs/retrieval.md).
+    Hyphens inside a word ("real-time", "1e-6") are left to PostgreSQL, which indexes the compound and its parts."""
+    return _LOOSE_HYPHENS.sub(" ", query)
 
 
 @dataclass(frozen=True)
