@@ -33,7 +33,7 @@ _LOOSE_HYPHENS = re.compile(r"(?<!\w)-+|-+(?!\w)")
 
 def fts_query_text(query: str) -> str:
     """`query` as `websearch_to_tsquery` should read it: its quoted phrases and its "or" keep their meaning, but a
-    hyphen that does not join two words becomes a space. Agents' prompts are not web searches: one in six prompts cut
+    hyphen that does not join two words becomes a space. Agents' prompts are not web searches: one in ten prompts cut
     from real rule files had a term negated (a bullet's "- Follow" turned into NOT follow, which kept the rows that
     follow the advice out of the whole-query candidates), and a Markdown table's "|---|---|" stacked more negations
     than PostgreSQL's parser holds ("tsquery stack too small"), which failed the whole search (docs/retrieval.md).
