@@ -18,26 +18,11 @@ from typing import Any, Literal
 from django.db import connection
 
 from brain.logs import log_op
-from brain.sql_rows import execute_generic
 from knowledge.embeddings import EmbeddingUnavailable, embed_query_soon
-from knowledge.models import TS_CONFIG
-from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_ctes, neighbour_gain
-from knowledge.search_scope import (
-    PoolRead,
-    Scoped,
-    fts_query_text,
-    fts_terms,
-    pool_read,
-    scope_matching,
-    scoped_read,
-)
-from knowledge.search_standard import (
-    Standard,
-    long_row_penalty,
-    standard_fused_ctes,
-    standard_vec_ctes,
-    vector_spread,
-)
+from knowledge.search_fts import FtsList, fts_list, fts_list_or_reason
+from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_gain
+from knowledge.search_scope import fts_query_text, scoped_read
+from knowledge.search_standard import Standard, standard_fused_ctes, standard_vec_ctes, vector_spread
 from knowledge.search_vector import execute_fusion, vec_cte, vector_params
 
 logger = logging.getLogger(__name__)
@@ -58,11 +43,6 @@ EXACT_ROWS = 10000
 # source rule in the 5 hits for 199 of 200 prompts; docs/benchmarks.md, issue 17, nineteenth pass). Small scopes stay
 # exact: reading them is cheap.
 EXACT_FLOOR = 2000
-# BM25's term-frequency saturation (the customary 1.2).
-BM25_K1 = 1.2
-# BM25's length normalisation: 0 ignores length, 1 divides by relative length. 0.75 is BM25's customary
-# value; on LongMemEval dev120 it raised full-text turn recall@10 from 0.778 to 0.812 (docs/benchmarks.md).
-BM25_B = 0.75
 # A length penalty on cosine similarity for long rows only (`Fusion.vector_long_lexemes`, `vector_length_b`): a
 # row of more than L distinct lexemes has its similarity divided by 1 + b * (length / L - 1); shorter rows keep
 # plain cosine. MiniLM was trained on short texts and its mean-pooled vector of a long reply drifts toward the
@@ -198,7 +178,8 @@ class Candidate:
 @dataclass
 class CandidateSet:
     candidates: list[Candidate]
-    retrieval: str  # "hybrid", "fts", "vector" (what ran) or "fts_only" (vectors unavailable)
+    # "hybrid", "fts", "vector" (what ran), "fts_only" (no vectors) or "vector_only" (the full-text list failed)
+    retrieval: str
     rrf_max: float
     notice: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -206,75 +187,6 @@ class CandidateSet:
 
 
 _EMPTY_VEC = "SELECT NULL::uuid AS id, NULL::bigint AS rnk, NULL::float8 AS dist WHERE false"
-
-
-def _length_pivot(b: str, length: str, average: str) -> str:
-    """BM25's length normalisation `(1 - b) + b * length / average`."""
-    return f"(1 - {b} + {b} * {length} / {average})"
-
-
-def _fts_ctes(table: str, scope: Scope, order: RowOrder | None = None, *, standard: bool = False,
-              read: PoolRead = "planner") -> str:
-    """Full-text candidates scored by Okapi BM25: for each query term, its count in the row (from the
-    tsvector's positions) saturated by BM25_K1 and normalised by the row's length in tokens relative to
-    the candidates' average (b = BM25_B), times the term's inverse document frequency in the caller's scope
-    (`scope_n` rows; the term's rows among the candidates, or the statistics' estimate when the candidate
-    pool was capped). An IDF measured inside the pool alone inverted the weights: the pool is made of the
-    rows holding the query's rarer terms, so in it those terms looked common and common words looked rare.
-    The row's length is stored (`search_tokens`), and only the query's lexemes of its tsvector are unnested:
-    `setweight` marks them with weight B and `ts_filter` keeps what is marked (a query lexeme the row lacks is
-    skipped; a row's own B-weighted lexemes, if any, find no query term in `fts_hits`). Unnesting every
-    candidate's whole tsvector cost half of the statement at 100,000 rows (docs/benchmarks.md). A term's count among
-    the candidates is a grouped count joined back (a window partitioned by term sorted every term row: the
-    statement took a third longer), and the arithmetic is in float8 (an integer average is a numeric).
-
-    Candidates are the rows holding any of the generating terms (the rarer query terms, see
-    `knowledge.term_stats`) plus the rows matching the whole query (which `websearch_to_tsquery` may widen
-    with "or"), at most `fts_cap` of each: every matching row of a small scope (EXACT_ROWS), `Fusion.fts_scan_cap`
-    otherwise, so the best full-text hits survive even when common words match much of the table. `read`: how the
-    scope's matching rows are read (`knowledge.search_scope.scope_matching`).
-
-    With `order`, each row is scored with its neighbours' words too (knowledge/search_neighbours.py). With
-    `standard`, each row also carries the mean and spread of every scored row's score (`mu`, `sd`)."""
-    # Both tsqueries reach the planner as constants, so it can weigh the GIN index against the scope's
-    # own indexes (a small project is cheaper to scan than a common term's posting list).
-    tsq_all = f"websearch_to_tsquery('{TS_CONFIG}', %(qtext)s)"
-
-    def matching(tsquery: str) -> str:
-        return scope_matching(table, scope, tsquery, read=read)
-
-    pivot = _length_pivot(str(BM25_B), "h.len", "n.avg_len")
-    long_penalty = long_row_penalty("%(ftslenb)s", "max(h.lex)", "%(ftslonglex)s")
-    own_lexemes = "unnest(ts_filter(setweight(p.sv, 'B', %(lexemes)s::text[]), '{b}'))"
-    # A row's distinct lexemes (`lex`) are counted once here: counted per term row, they cost a tenth of the statement.
-    pooled = ("t.id, t.search_vector AS sv, t.search_tokens AS len, length(t.search_vector) AS lex"
-              + (order.pool_columns() if order else ""))
-    stats = ", avg(score) OVER () AS mu, stddev_pop(score) OVER () AS sd" if standard else ""
-    terms = neighbour_ctes(own_lexemes) if order else f"""
-    fts_terms AS (
-        SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, p.len, p.lex
-        FROM fts_pool p CROSS JOIN LATERAL {own_lexemes} u),"""  # noqa: S608 - fixed SQL only
-    return f"""
-    fts_pool AS (
-        SELECT DISTINCT ON (m.id) m.* FROM (
-            (SELECT {pooled} FROM {matching("%(tsq_gen)s::tsquery")} LIMIT %(fts_cap)s)
-            UNION ALL
-            (SELECT {pooled} FROM {matching(tsq_all)} LIMIT %(fts_cap)s)
-        ) m ORDER BY m.id),{terms}
-    fts_n AS (SELECT greatest(%(scope_n)s::float8, count(*)) AS n, greatest(avg(len), 1)::float8 AS avg_len
-              FROM {"fts_rows" if order else "fts_pool"}),
-    fts_df AS (SELECT lexeme, count(*) AS df FROM fts_terms GROUP BY lexeme),
-    fts_hits AS (
-        SELECT w.id, w.tf::float8 AS tf, w.len::float8 AS len, w.lex, e.est, d.df
-        FROM fts_terms w JOIN fts_df d ON d.lexeme = w.lexeme
-        JOIN unnest(%(lexemes)s::text[], %(lex_df)s::float8[]) AS e(lex, est) ON e.lex = w.lexeme),
-    fts AS (
-        SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk, score{stats} FROM (
-            SELECT h.id, sum(ln(1.0 + (n.n - greatest(h.df, h.est) + 0.5) / (greatest(h.df, h.est) + 0.5))
-                             * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * {pivot}))
-                   / {long_penalty} AS score
-            FROM fts_hits h CROSS JOIN fts_n n GROUP BY h.id) scored
-        ORDER BY score DESC, id LIMIT %(n)s)"""  # noqa: S608
 
 
 def _confidence(scores: str, ranks: str, source: str) -> str:
@@ -296,18 +208,6 @@ def _weights_cte() -> str:
     shares AS (SELECT CASE WHEN %(adaptive)s AND cv + cf > 0
                            THEN least(greatest(2 * cv / (cv + cf), %(floor)s), 2 - %(floor)s)
                            ELSE 1 END AS sv FROM conf)"""  # noqa: S608 - constants and fixed SQL only
-
-
-def _fts_list_sql(table: str, scope: Scope, order: RowOrder | None, *, standard: bool,
-                  read: PoolRead = "planner") -> str:
-    """The full-text list as two PostgreSQL array texts (ids, scores) in rank order, which the fusion statement
-    takes back as they are: built and parsed in C on the server, where rows of Python values were loaded and then
-    quoted again as literals (0.2 ms a search). float8's text is exact (shortest round-trip digits). With
-    `standard`, also the mean and spread of all scored rows' scores (0 for none)."""
-    ctes = _fts_ctes(table, scope, order, standard=standard, read=read)
-    stats = ", coalesce(max(mu), 0), coalesce(max(sd), 0)" if standard else ""
-    return (f"WITH {ctes} SELECT coalesce(array_agg(id ORDER BY rnk), '{{}}')::text, "  # noqa: S608
-            f"coalesce(array_agg(score ORDER BY rnk), '{{}}')::text{stats} FROM fts")
 
 
 def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, smooth: RowOrder | None,
@@ -356,37 +256,6 @@ def _query_vector(embedding: Future[tuple[list[float], str]] | None) -> tuple[li
     return vector, model, ""
 
 
-@dataclass
-class _FtsList:
-    """The full-text list: its ids and scores in rank order, as PostgreSQL array texts (see `_fts_list_sql`),
-    and with standard scores the mean and spread of every scored row's score."""
-
-    ids: str = "{}"
-    scores: str = "{}"
-    mu: float = 0.0
-    sd: float = 0.0
-
-
-def _fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: Scoped, fusion: Fusion,
-              order: RowOrder | None) -> _FtsList:
-    params = {**scope.params, "qtext": query, "scope_n": scoped.rows, "n": fusion.candidates,
-              "ftslonglex": max(fusion.fts_long_lexemes, 1), "nbshare": fusion.fts_neighbours,
-              "nblex": fusion.neighbour_lexemes,
-              "ftslenb": fusion.fts_length_b if fusion.fts_long_lexemes > 0 else 0.0, **fts_terms(scoped, fusion)}
-    standard = fusion.standard_weight > 0
-    read = pool_read(scoped, params["fts_cap"])
-    sql = _fts_list_sql(table, scope, order if fusion.fts_neighbours > 0 else None, standard=standard, read=read)
-    if read != "matches_first":  # planned with the values: the scope's and the terms' sizes choose the indexes
-        cursor.execute(sql, params)
-    else:
-        # The pool reads the term index first and the rest of the plan follows from the SQL, so no value changes it:
-        # it is made once per connection. Planning was 0.6 ms of the statement's 3.5 at 100,000 rows. A scope read
-        # first is planned each time: its generic plan does not know how small the scope is and took twice as long
-        # (docs/benchmarks.md, issue 17, twenty-ninth pass). The caps are written in, so the plan knows its LIMITs.
-        execute_generic(cursor, "fts", sql, params, counts=("fts_cap", "n"))
-    return _FtsList(*cursor.fetchone())
-
-
 def hybrid_candidates(
     *, table: str, columns: str, scope: Scope, query: str, mode: Mode, fusion: Fusion, order: RowOrder | None = None,
 ) -> CandidateSet:
@@ -402,14 +271,19 @@ def hybrid_candidates(
     text = fts_query_text(query)
     with connection.cursor() as cursor:
         scoped = scoped_read(cursor, table, scope, text, fusion)
-        fts = _fts_list(cursor, table, scope, text, scoped, fusion, order) if mode != "vector" else _FtsList()
+        fts, fts_failed = FtsList(), ""
+        if mode == "hybrid":
+            fts, fts_failed = fts_list_or_reason(cursor, table, scope, text, scoped, fusion, order)
+        elif mode == "fts":
+            fts = fts_list(cursor, table, scope, text, scoped, fusion, order)
         waiting = time.perf_counter()
         vector, model, notice = _query_vector(embedding)
         waited = time.perf_counter() - waiting
         use_vec = vector is not None
         if not use_vec and mode == "vector":  # no vectors after all: the full-text list stands in
-            fts = _fts_list(cursor, table, scope, text, scoped, fusion, order)
-        use_fts = mode != "vector" or not use_vec
+            fts = fts_list(cursor, table, scope, text, scoped, fusion, order)
+        use_fts = not fts_failed and (mode != "vector" or not use_vec)
+        notice = " ".join(n for n in (fts_failed, notice) if n)
         smoothing = fusion.neighbours > 0 or fusion.neighbours_far > 0
         smooth = order if order and smoothing and use_vec and use_fts else None
         params = _fusion_params(scope, fusion, vector, model, use_fts=use_fts) | {
@@ -423,7 +297,7 @@ def hybrid_candidates(
         names = [col.name for col in cursor.description or []]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     spread = vector_spread(rows) if standard and use_vec else (0.0, 0.0)
-    retrieval = mode if (use_vec or mode == "fts") else "fts_only"
+    retrieval = ("vector_only" if fts_failed else mode) if (use_vec or mode == "fts") else "fts_only"
     rrf_max = fused_max(params["wv"], params["wf"], fusion, adaptive=params["adaptive"]) * neighbour_gain(
         params["nbfused"], params["nbfar"])
     total = time.perf_counter() - started

@@ -90,7 +90,8 @@ class KnowledgeHitOut(Schema):
 
 class KnowledgeSearchOut(Schema):
     items: list[KnowledgeHitOut]
-    retrieval: str = Field(description="hybrid, or fts_only when vectors were unavailable")
+    retrieval: str = Field(description="hybrid; fts_only when vectors were unavailable; vector_only when the "
+                                       "full-text search failed")
     notice: str | None
 
 

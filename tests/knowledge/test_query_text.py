@@ -4,8 +4,9 @@ not a NOT, so bullets, flags and Markdown tables neither exclude rows nor fail t
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection
 
+from knowledge import search
 from knowledge.models import TS_CONFIG, KnowledgeItem
 from knowledge.search_scope import fts_query_text
 from knowledge.selectors.search import knowledge_search
@@ -71,3 +72,23 @@ def test_an_open_with_a_table_in_its_prompt_injects(tenant_a: Tenant, rules: dic
     assert opened.relevant_knowledge is not None
     assert str(rules["a"][0].id) in opened.relevant_knowledge.ids
     assert not set(opened.relevant_knowledge.ids) & {str(item.id) for item in rules["b"]}
+
+
+def test_a_full_text_statement_postgresql_refuses_leaves_the_vectors_to_rank(
+        tenant_a: Tenant, rules: dict[str, list[KnowledgeItem]], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The query text as it reached PostgreSQL before the hyphens were read as spaces: its parser fails on the table.
+    monkeypatch.setattr(search, "fts_query_text", lambda query: query)
+    found = knowledge_search(principal=tenant_a.principal, query=TABLE_PROMPT)
+    assert found.retrieval == "vector_only"
+    assert "Full-text search failed (tsquery stack too small)" in found.notice
+    assert found.hits[0].id == rules["a"][0].id
+    assert not {hit.id for hit in found.hits} & {item.id for item in rules["b"]}
+    # The failure was kept to its savepoint: the test's own transaction goes on, and so do the next searches.
+    assert KnowledgeItem.objects.filter(owner=tenant_a.user).count() == 3
+    again = knowledge_search(principal=tenant_a.principal, query="run database migrations in a transaction")
+    assert again.retrieval == "hybrid" and again.hits[0].id == rules["a"][0].id
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "auto"  # the failed statement's local setting went with its savepoint
+    with pytest.raises(DatabaseError):  # a full-text search asked for by name still says it failed
+        knowledge_search(principal=tenant_a.principal, query=TABLE_PROMPT, mode="fts")

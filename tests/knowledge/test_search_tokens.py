@@ -11,7 +11,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from knowledge.search import BM25_B, BM25_K1, Fusion, hybrid_candidates
+from knowledge.search import Fusion, hybrid_candidates
+from knowledge.search_fts import BM25_B, BM25_K1
 from knowledge.selectors.search import KNOWLEDGE_TABLE, knowledge_scope
 from knowledge.services.create import KnowledgeDraft, knowledge_create_many
 from sessions.services.events import EventDraft, session_events_log_many, session_start

@@ -18,7 +18,8 @@ from django.db import connection
 from django.utils import timezone
 
 from knowledge.embeddings import embed_query
-from knowledge.search import BM25_B, BM25_K1, MAX_COSINE_DISTANCE, hybrid_candidates
+from knowledge.search import MAX_COSINE_DISTANCE, hybrid_candidates
+from knowledge.search_fts import BM25_B, BM25_K1
 from knowledge.selectors.search import fusion_from_settings
 from sessions.models import SessionEvent
 from sessions.selectors.search import EVENT_ORDER, EVENT_TABLE, event_fusion, session_event_scope, session_search
