@@ -1,5 +1,6 @@
 """How a prompt's text reaches PostgreSQL's full-text parser: a hyphen that does not join two words is a separator,
-not a NOT, so bullets, flags and Markdown tables neither exclude rows nor fail the search."""
+not a NOT, so bullets, flags and Markdown tables neither exclude rows nor fail the search; and a full-text statement
+PostgreSQL refuses all the same leaves the vector list to rank."""
 
 from __future__ import annotations
 
