@@ -122,7 +122,8 @@ class FtsList:
 
 
 def fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: Scoped, fusion: Fusion,
-              order: RowOrder | None) -> FtsList:
+             order: RowOrder | None) -> FtsList:
+    """The full-text list of `query` (as `knowledge.search_scope.fts_query_text` gave it) in `scope`, one statement."""
     params = {**scope.params, "qtext": query, "scope_n": scoped.rows, "n": fusion.candidates,
               "ftslonglex": max(fusion.fts_long_lexemes, 1), "nbshare": fusion.fts_neighbours,
               "nblex": fusion.neighbour_lexemes,
@@ -142,7 +143,7 @@ def fts_list(cursor: Any, table: str, scope: Scope, query: str, scoped: Scoped, 
 
 
 def fts_list_or_reason(cursor: Any, table: str, scope: Scope, query: str, scoped: Scoped, fusion: Fusion,
-                        order: RowOrder | None) -> tuple[FtsList, str]:
+                       order: RowOrder | None) -> tuple[FtsList, str]:
     """A hybrid search's full-text list, or an empty one and why when PostgreSQL refused it (a query its parser
     could not read, a statement timeout): the vector list then ranks alone, where the error used to fail the whole
     search and a session opened with nothing injected. Inside a transaction the statement runs in a savepoint, so
