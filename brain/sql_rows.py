@@ -11,15 +11,23 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from django.db import ProgrammingError, connection
+from django.db import ProgrammingError, connection, transaction
 from django.db.models import Model
 from psycopg.errors import InvalidSqlStatementName
 
 Aliased = Sequence[tuple[str, type[Model]]]
+
+
+def failure_contained() -> AbstractContextManager[Any]:
+    """Where a statement that may fail runs: inside a caller's transaction a savepoint, so the failure does not abort
+    it; in autocommit mode nothing, since a failed statement aborts nothing there and BEGIN and COMMIT would be two
+    more round trips."""
+    return transaction.atomic() if connection.in_atomic_block else nullcontext()
 
 
 def select_list(aliases: Aliased) -> str:

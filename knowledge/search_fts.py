@@ -4,14 +4,13 @@ one statement, returned as PostgreSQL array texts that the fusion statement take
 from __future__ import annotations
 
 import logging
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError
 
 from brain.logs import log_op
-from brain.sql_rows import execute_generic
+from brain.sql_rows import execute_generic, failure_contained
 from knowledge.models import TS_CONFIG
 from knowledge.search_neighbours import RowOrder, neighbour_ctes
 from knowledge.search_scope import PoolRead, Scoped, fts_terms, pool_read, scope_matching
@@ -149,7 +148,7 @@ def fts_list_or_reason(cursor: Any, table: str, scope: Scope, query: str, scoped
     search and a session opened with nothing injected. Inside a transaction the statement runs in a savepoint, so
     the failure leaves the caller's transaction usable."""
     try:
-        with transaction.atomic() if connection.in_atomic_block else nullcontext():
+        with failure_contained():
             return fts_list(cursor, table, scope, query, scoped, fusion, order), ""
     except DatabaseError as exc:
         log_op(logger, "retrieval.fts_failed", level=logging.WARNING, error=type(exc).__name__,

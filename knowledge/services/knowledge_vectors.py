@@ -16,16 +16,16 @@ A row whose vector never came (the process died with ids queued, a full queue) i
 from __future__ import annotations
 
 import logging
-from contextlib import nullcontext
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
 
 from brain.logs import log_op
+from brain.sql_rows import failure_contained
 from knowledge.embeddings import EmbeddingUnavailable, current_model_name
 from knowledge.models import KnowledgeItem, KnowledgeType, review_usable_by
 from knowledge.services.backfill import Target, embeddings_backfill
@@ -112,7 +112,7 @@ def knowledge_vectors_now(ids: list[Any]) -> int:
     backfill, and the reader goes on with what it found: inside a caller's transaction a savepoint keeps a failed
     statement from aborting it."""
     try:
-        with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
+        with failure_contained():
             stored = embed_rows(KNOWLEDGE, ids)
             if stored:
                 memory_duplicates_merge(ids)

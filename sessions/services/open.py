@@ -5,16 +5,15 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
 
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from brain.logs import log_op
-from brain.sql_rows import execute_prepared, instances, prepared_rows, select_list
+from brain.sql_rows import execute_prepared, failure_contained, instances, prepared_rows, select_list
 from brain.text import text_storable
 from knowledge.embeddings import memoised
 from knowledge.injection import Injectable, Injection, build_injection
@@ -146,9 +145,7 @@ def _action_items_injection(session: Session, email: str) -> Injection | None:
 def _soft(op: str, build: object, context: dict[str, Any]) -> Injection | None:
     """Runs one optional part of the open; any failure is logged (with `context`) and the part is left out."""
     try:
-        # Inside a caller's transaction a savepoint keeps a failure from aborting it; in autocommit mode a failed
-        # statement aborts nothing, and the part needs no BEGIN and COMMIT of its own.
-        with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
+        with failure_contained():
             return build()  # type: ignore[operator, no-any-return]
     except Exception as exc:  # opening a session must never fail on retrieval
         log_op(logger, op, level=logging.WARNING, **context, error=type(exc).__name__, reason=str(exc)[:200])
