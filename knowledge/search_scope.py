@@ -36,7 +36,7 @@ def fts_query_text(query: str) -> str:
     hyphen that does not join two words becomes a space. Agents' prompts are not web searches: one in ten prompts cut
     from real rule files had a term negated (a bullet's "- Follow" turned into NOT follow, which kept the rows that
     follow the advice out of the whole-query candidates), and a Markdown table's "|---|---|" stacked more negations
-    than PostgreSQL's parser holds ("tsquery stack too small"), which failed the whole search (docs/retrieval.md).
+    than PostgreSQL's parser holds ("tsquery stack too small"; docs/retrieval.md).
     Hyphens inside a word ("real-time", "1e-6") are left to PostgreSQL, which indexes the compound and its parts."""
     return _LOOSE_HYPHENS.sub(" ", query)
 
