@@ -14,7 +14,7 @@ from mcpgw import protocol as p
 from mcpgw.models import McpSession
 from mcpgw.selectors import mcp_session_live
 from mcpgw.services import mcp_session_seen
-from mcpgw.session_call import CountedCall, session_tool_call
+from mcpgw.session_call import CountedCall, Listing, session_tool_call
 from projects.models import ApiToken
 from projects.selectors.accounts import token_for_raw
 from projects.services.accounts import token_touch
@@ -83,12 +83,12 @@ def bound_session(request: HttpRequest, token: ApiToken) -> McpSession:
     return session
 
 
-def tool_call_session(request: HttpRequest, raw: str, *, with_projects: bool = False) -> CountedCall:
+def tool_call_session(request: HttpRequest, raw: str, *, listing: Listing = "") -> CountedCall:
     """The bound session of a tools/call (`.token` loaded), the call counted (and the visible projects when asked
     and the one round trip served): one round trip when all is well, else the step-by-step checks that give the
     precise error (nothing was counted then)."""
     counted = session_tool_call(raw_token=raw, session_id=request.headers.get(p.SESSION_HEADER, "").strip(),
-                                with_projects=with_projects)
+                                listing=listing)
     if counted is None:
         token = usable_token(request, raw)
         session = bound_session(request, token)

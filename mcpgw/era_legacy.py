@@ -12,7 +12,7 @@ from mcpgw import protocol as p
 from mcpgw.auth import bound_session, tool_call_session, usable_token
 from mcpgw.dispatch import Call, dispatch
 from mcpgw.services import mcp_session_open, mcp_session_seen
-from mcpgw.session_call import LISTS_PROJECTS, CountedCall
+from mcpgw.session_call import LISTS_PROJECTS, OPENS_IN_FIRST_PROJECT, CountedCall, Listing
 from projects.models import ApiToken
 from projects.scope import Principal
 
@@ -54,10 +54,18 @@ def _valid_id(message: dict[str, Any]) -> bool:
     return p.request_id(message) is not None
 
 
-def _lists_projects(message: dict[str, Any]) -> bool:
+def _listing(message: dict[str, Any]) -> Listing:
+    """What the call's authentication reads of the visible projects: all of them for a tool that lists them, the
+    first for a session opened without a named project (it lands there), else nothing."""
     params = message.get("params")
     name = params.get("name") if isinstance(params, dict) else None
-    return isinstance(name, str) and name in LISTS_PROJECTS  # any JSON may arrive as the name
+    if not isinstance(name, str):  # any JSON may arrive as the name
+        return ""
+    if name in LISTS_PROJECTS:
+        return "all"
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    named = isinstance(arguments, dict) and any(arguments.get(key) for key in ("projectId", "projectName"))
+    return "first" if name in OPENS_IN_FIRST_PROJECT and not named else ""
 
 
 def _authenticated(request: HttpRequest, raw: str, message: dict[str, Any]) -> tuple[CountedCall, bool]:
@@ -65,7 +73,7 @@ def _authenticated(request: HttpRequest, raw: str, message: dict[str, Any]) -> t
     tools/call goes the one round-trip way (which also reads the visible projects for a tool that only lists
     them); anything else reads the token, then the session."""
     if message.get("method") == "tools/call" and _valid_id(message) and _version_ok(request):
-        return tool_call_session(request, raw, with_projects=_lists_projects(message)), True
+        return tool_call_session(request, raw, listing=_listing(message)), True
     token = usable_token(request, raw)
     session = bound_session(request, token)
     session.token = token
@@ -94,7 +102,9 @@ def handle(request: HttpRequest, raw: str, message: dict[str, Any]) -> HttpRespo
         raise p.RpcError(p.INVALID_REQUEST, "Invalid Request: id must be a string or integer", status=400)
     if not counted:
         mcp_session_seen(session=session)
-    principal = Principal(user=token.user, token=token, binding=session.binding, listed=caller.listed)
+    principal = Principal(user=token.user, token=token, binding=session.binding,
+                          listed=caller.listed if caller.listing == "all" else None,
+                          listed_first=caller.listed if caller.listing == "first" else None)
     call = Call(principal=principal, modern=False, version=session.protocol_version,
                 session=session, counted=counted)
     try:

@@ -17,6 +17,9 @@ class Principal:
     # The projects this principal sees, in projects_visible's order, when the call's authentication read them in
     # its own round trip (read-only tools that list them; mcpgw.session_call); None: read them when needed.
     listed: tuple[Project, ...] | None = None
+    # The first of those projects (none, or one) when the call's authentication read only that (a session opened in
+    # the default project, mcpgw.session_call); None: read it when needed.
+    listed_first: tuple[Project, ...] | None = None
 
     @property
     def token_project(self) -> Project | None:

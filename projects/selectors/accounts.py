@@ -111,6 +111,8 @@ def projects_listed(*, principal: Principal, limit: int | None = None) -> list[P
     already read the list (`principal.listed`, see mcpgw.session_call), that list is used."""
     if principal.listed is not None:
         return list(principal.listed[:limit])
+    if principal.listed_first is not None and limit == 1:
+        return list(principal.listed_first)
     params = {**visible_project_params(principal), "limit": limit}
     with connection.cursor() as cursor:
         execute_prepared(cursor, "brain_projects_listed", _listed_statement(), params)

@@ -155,3 +155,45 @@ def test_missing_session_header_and_bad_version_keep_their_answers(mcp_a: Mcp) -
 def test_bad_token_wins_over_a_bad_body(client, tenant_a) -> None:
     response = Mcp(client, "eb_not_a_token").post(None, raw_body=b"{not json")
     assert response.status_code == 401
+
+
+def _opened(mcp: Mcp, session: str, arguments: dict) -> tuple[dict, list[str]]:
+    with CaptureQueriesContext(connection) as queries:
+        opened = call_tool(mcp, "brain_start_session", arguments, session=session)["structuredContent"]
+    return opened, [q["sql"] for q in queries.captured_queries]
+
+
+def test_a_session_opened_in_the_first_project_reads_it_with_the_call(mcp_a: Mcp, tenant_a, tenant_b) -> None:
+    """No statement of its own for the project an open lands in: the counted call's reads the first visible one,
+    the very project the step-by-step resolution picks (personal org first, then by creation), never another
+    tenant's; a named project takes the plain call and its own resolution."""
+    Project.objects.create(org=tenant_a.project.org, name="Second Own", slug="second-own-first")
+    shared = Org.objects.create(name="Shared First", slug="shared-first-rt")
+    Membership.objects.create(org=shared, user=tenant_a.user, role="member")
+    Project.objects.create(org=shared, name="Shared First App", slug="shared-first-app")
+    session = mcp_a.initialize()
+    opened, statements = _opened(mcp_a, session, {"prompt": "fix the flaky login test"})
+    assert (opened["projectId"], opened["projectSource"]) == (str(tenant_a.project.pk), "first_project_fallback")
+    assert opened["projectId"] == str(projects_visible(principal=Principal(user=tenant_a.user))[0].pk)
+    assert any("EXECUTE brain_tool_call_first(" in s for s in statements), [s[:60] for s in statements]
+    assert not any("brain_projects_listed" in s for s in statements), [s[:60] for s in statements]
+
+    named, statements = _opened(mcp_a, session, {"prompt": "x", "projectName": "Second Own"})
+    assert named["projectSource"] == "project_name"
+    assert any("EXECUTE brain_tool_call(" in s for s in statements)
+    addressed, statements = _opened(mcp_a, session, {"projectId": str(tenant_a.project.pk)})
+    assert (addressed["projectId"], addressed["projectSource"]) == (str(tenant_a.project.pk), "project_id")
+    assert not any("brain_tool_call_first" in s for s in statements)
+    assert McpSession.objects.get(pk=session).tool_call_count == 3
+    assert str(tenant_b.project.pk) not in {opened["projectId"], named["projectId"], addressed["projectId"]}
+
+
+def test_a_caller_who_sees_no_project_still_gets_a_default_one(mcp_a: Mcp, tenant_a, tenant_b) -> None:
+    """The first-project read finds none (an empty list, not "not read"), so the open creates "Default"."""
+    Membership.objects.filter(user=tenant_a.user).delete()
+    session = mcp_a.initialize()
+    opened, statements = _opened(mcp_a, session, {"prompt": "set up the repo"})
+    assert opened["projectSource"] == "default_created"
+    assert Project.objects.get(pk=opened["projectId"]).name == "Default"
+    assert any("EXECUTE brain_tool_call_first(" in s for s in statements)
+    assert opened["projectId"] != str(tenant_b.project.pk)

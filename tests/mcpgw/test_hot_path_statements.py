@@ -114,12 +114,14 @@ def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple
     started, opened = _call(mcp, session, "brain_start_session", {"clientType": "t", "prompt": PROMPT})
     injected = (started.get("relevantKnowledge") or {}).get("knowledgeIds", [])
     assert injected, started  # the counts below are those of an open that injects
-    # auth+count, project, search (the scope's size with the query's lexemes, the full-text list, the fusion; no
-    # transaction of its own; the project resolved above is not read again), then one INSERT statement for the
-    # session, its prompt event and the injected rows (one flush), action items (a statement prepared per
-    # connection): 7 (19 before issue 17's second pass; three commits that wait for the disk until its fourth; a
-    # BEGIN, three INSERTs and a COMMIT until its eighth; the search's BEGIN and COMMIT until its fourteenth).
-    assert len(opened) == 7, [s[:80] for s in opened]
+    # auth+count with the first visible project (the one the open lands in), search (the scope's size with the
+    # query's lexemes, the full-text list, the fusion; no transaction of its own; the project resolved above is not
+    # read again), then one INSERT statement for the session, its prompt event and the injected rows (one flush),
+    # action items (a statement prepared per connection): 6 (19 before issue 17's second pass; three commits that
+    # wait for the disk until its fourth; a BEGIN, three INSERTs and a COMMIT until its eighth; the search's BEGIN and
+    # COMMIT until its fourteenth; the project read apart until its thirty-sixth).
+    assert len(opened) == 6, [s[:80] for s in opened]
+    assert "brain_tool_call_first" in opened[0]
     assert "fused" in opened[-3] and [s.split()[0] for s in opened[-2:]] == ["WITH", "EXECUTE"]
     assert "brain_action_items_open" in opened[-1]
     write = opened[-2]
