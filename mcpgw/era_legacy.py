@@ -71,7 +71,8 @@ def _listing(message: dict[str, Any]) -> Listing:
 def _authenticated(request: HttpRequest, raw: str, message: dict[str, Any]) -> tuple[CountedCall, bool]:
     """The caller's bound session (`.token` loaded) and whether the tools/call was counted with it. A well-formed
     tools/call goes the one round-trip way (which also reads the visible projects for a tool that only lists
-    them); anything else reads the token, then the session."""
+    them, and the first of them for a session opened in it, `_listing`); anything else reads the token, then the
+    session."""
     if message.get("method") == "tools/call" and _valid_id(message) and _version_ok(request):
         return tool_call_session(request, raw, listing=_listing(message)), True
     token = usable_token(request, raw)
