@@ -220,6 +220,40 @@ def _drive(url: str, args: argparse.Namespace, clients: int, raw: str,
     return {**result, **stats, "eventsPerSecond": round(stats["events"] / wall, 1)}, wall
 
 
+HOST_SAMPLES = 200
+
+
+def host_speed(rules: Sequence[str]) -> dict[str, float | None]:
+    """How fast this host is just before the runs, so figures from different days and hosts can be read together
+    (the same code's open at 100,000 rows went from 14.8 to 19.8 ms p50 between two server starts an hour apart,
+    docs/benchmarks.md, issue 17, thirty-sixth pass): the p50 of one twelve-word prompt through the model, alone on
+    a thread, and of a PostgreSQL round trip (`SELECT 1`) on the bench's connection. None for a model that is off."""
+    from django.db import connection
+
+    from knowledge.embeddings import EmbeddingUnavailable, get_embedder
+
+    prompts = [" ".join(rules[n % len(rules)].split()[:12]) + f" {n}" for n in range(HOST_SAMPLES)]
+    model_ms: float | None = None
+    try:
+        embedder = get_embedder()
+        timed = []
+        for prompt in prompts:
+            started = time.perf_counter()
+            embedder.embed([prompt])
+            timed.append((time.perf_counter() - started) * 1000)
+        model_ms = round(statistics.median(timed), 2)
+    except EmbeddingUnavailable:
+        pass
+    trips = []
+    with connection.cursor() as cursor:
+        for _ in range(5 * HOST_SAMPLES):
+            started = time.perf_counter()
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+            trips.append((time.perf_counter() - started) * 1e6)
+    return {"modelMs": model_ms, "roundTripUs": round(statistics.median(trips))}
+
+
 def run(args: argparse.Namespace) -> int:
     from projects.services.accounts import project_ensure_named, token_create
 
@@ -240,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
             setup = _load_rows(user, project, rules, args.items, args.seed, others)
             print(f"loaded {args.items} knowledge rows and {args.other_rows} of {len(others)} other projects {setup}",
                   file=sys.stderr)
+            host = host_speed(rules)
             runs: list[dict[str, Any]] = []
             with product_server(args.web_workers) as url:
                 for clients in args.clients:
@@ -249,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
         _restore_indexes()
     report = {"items": args.items, "otherRows": args.other_rows, "otherProjects": len(others), "rounds": args.rounds,
               "server": f"granian, {args.web_workers} workers",
-              "setup": setup, "load": os.getloadavg(), "runs": runs}
+              "setup": setup, "host": host, "load": os.getloadavg(), "runs": runs}
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
 
@@ -270,7 +305,9 @@ def render(report: dict[str, Any]) -> str:
     others = f" (and {report['otherRows']} of {report['otherProjects']} other projects)" if report["otherRows"] else ""
     lines = [f"{report['items']} knowledge rows{others}, {report['rounds']} rounds per client (start with a prompt, "
              f"{LOGS_PER_ROUND} x log, list, report), served by {report['server']}, setup {report['setup']}, "
-             f"load {report['load']}"]
+             f"load {report['load']}",
+             f"host before the runs: a twelve-word prompt through the model {report['host']['modelMs']} ms p50, "
+             f"a PostgreSQL round trip {report['host']['roundTripUs']} µs p50"]
     for run in report["runs"]:
         lines += ["", f"{run['clients']} concurrent MCP client(s): {run['pairs_per_s']} sessions/s, "
                   f"{run['eventsPerSecond']} events/s",

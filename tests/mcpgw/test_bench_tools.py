@@ -32,6 +32,9 @@ def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], smal
     assert run["brain_list_projects"]["n"] == 4
     assert run["brain_log_event"]["n"] == 4 * tools.LOGS_PER_ROUND == run["events"] == run["eventsStored"]
     assert run["starts_with_injection"] == 4
+    # The host's speed beside the figures: the model's time for one prompt and a round trip, both measured.
+    assert report["host"]["modelMs"] > 0 and report["host"]["roundTripUs"] > 0
+    assert f"through the model {report['host']['modelMs']} ms p50" in tools.render(report)
     assert not User.objects.filter(email__endswith="@bench.invalid").exists()  # the run's own, and the killed run's
     assert not KnowledgeItem.objects.exists()
     # Another tenant on the same database: still there, and none of the bench's sessions are its.
