@@ -226,26 +226,29 @@ HOST_SAMPLES = 200
 def host_speed(rules: Sequence[str]) -> dict[str, float | None]:
     """How fast this host is just before the runs, so figures from different days and hosts can be read together
     (the same code's open at 100,000 rows went from 14.8 to 19.8 ms p50 between two server starts an hour apart,
-    docs/benchmarks.md, issue 17, thirty-sixth pass): the p50 of one twelve-word prompt through the model, alone on
-    a thread, and of a PostgreSQL round trip (`SELECT 1`) on the bench's connection. None for a model that is off."""
+    docs/benchmarks.md, issue 17, thirty-sixth pass): the p50 of one twelve-word prompt through the local model with
+    nothing else running, and of a PostgreSQL round trip (`SELECT 1` on the driver's own cursor, without Django's
+    layers). The model's is None when the local model is not the one in use: a paid API is not called for this."""
     from django.db import connection
 
-    from knowledge.embeddings import EmbeddingUnavailable, get_embedder
+    from knowledge.embeddings import EmbeddingUnavailable, LocalEmbedder, get_embedder
 
-    prompts = [" ".join(rules[n % len(rules)].split()[:12]) + f" {n}" for n in range(HOST_SAMPLES)]
     model_ms: float | None = None
     try:
         embedder = get_embedder()
+    except EmbeddingUnavailable:
+        embedder = None
+    if isinstance(embedder, LocalEmbedder):
         timed = []
-        for prompt in prompts:
+        for n in range(HOST_SAMPLES):
+            prompt = " ".join(rules[n % len(rules)].split()[:12]) + f" {n}"
             started = time.perf_counter()
             embedder.embed([prompt])
             timed.append((time.perf_counter() - started) * 1000)
         model_ms = round(statistics.median(timed), 2)
-    except EmbeddingUnavailable:
-        pass
     trips = []
-    with connection.cursor() as cursor:
+    connection.ensure_connection()
+    with connection.connection.cursor() as cursor:
         for _ in range(5 * HOST_SAMPLES):
             started = time.perf_counter()
             cursor.execute("SELECT 1")
