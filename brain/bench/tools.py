@@ -245,7 +245,7 @@ def host_speed(rules: Sequence[str]) -> dict[str, float | None]:
             started = time.perf_counter()
             embedder.embed([prompt])
             timed.append((time.perf_counter() - started) * 1000)
-        model_ms = round(statistics.median(timed), 2)
+        model_ms = percentile(sorted(timed), 50)
     trips = []
     connection.ensure_connection()
     with connection.connection.cursor() as cursor:
@@ -254,7 +254,7 @@ def host_speed(rules: Sequence[str]) -> dict[str, float | None]:
             cursor.execute("SELECT 1")
             cursor.fetchone()
             trips.append((time.perf_counter() - started) * 1e6)
-    return {"modelMs": model_ms, "roundTripUs": round(statistics.median(trips))}
+    return {"modelMs": model_ms, "roundTripUs": round(percentile(sorted(trips), 50) or 0)}
 
 
 def run(args: argparse.Namespace) -> int:
