@@ -159,8 +159,10 @@ class KnowledgeItem(TimestampedModel):
             models.Index(fields=["project", "type"], name="knowledge_project_type"),
             models.Index(fields=["project", "review_status"], name="knowledge_review_queue",
                          condition=models.Q(review_status="pending")),
-            GinIndex(fields=["search_vector"], name="knowledge_search_gin"),
-            GinIndex(fields=["tags"], name="knowledge_tags_gin"),
+            # Entries go straight into the index: a pending list is read by every search until a vacuum merges it
+            # (knowledge/migrations/0018_gin_fastupdate_off.py).
+            GinIndex(fields=["search_vector"], name="knowledge_search_gin", fastupdate=False),
+            GinIndex(fields=["tags"], name="knowledge_tags_gin", fastupdate=False),
             HnswIndex(
                 name="knowledge_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
                 opclasses=["vector_cosine_ops"],

@@ -102,7 +102,7 @@ class SessionEvent(TimestampedModel):
             models.Index(F("user"), F("project"), KeyTransform("command", "payload"), F("occurred_at").desc(),
                          name="event_failed_command",
                          condition=Q(event_type="error", payload__kind="command_outcome")),
-            GinIndex(fields=["search_vector"], name="event_search_gin"),
+            GinIndex(fields=["search_vector"], name="event_search_gin", fastupdate=False),  # no pending list (0010)
             HnswIndex(
                 name="event_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
                 opclasses=["vector_cosine_ops"],

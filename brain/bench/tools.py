@@ -34,7 +34,16 @@ from brain.bench.bench_users import bench_user
 from brain.bench.lean_http import LeanConnection
 from brain.bench.lme import percentile
 from brain.bench.mcp_load import bench_http, free_port, lean_connection, rpc_open, stop_process, wait_ready
-from brain.bench.scale import DEFAULT_CORPUS, GIN_SQL, HNSW_SQL, _load, _restore_indexes, cache_warm, rules_of
+from brain.bench.scale import (
+    DEFAULT_CORPUS,
+    GIN_INDEX,
+    HNSW_INDEX,
+    _load,
+    _restore_indexes,
+    cache_warm,
+    declared_index_sql,
+    rules_of,
+)
 from brain.config import runtime_config
 from brain.db_url import connection_url
 from brain.serve import PACKAGES_DIR, children_env, web_server_args
@@ -152,8 +161,8 @@ def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int,
     vectors, model = embed_texts(rules)
     embed_s = time.perf_counter() - start
     with connection.cursor() as cursor:
-        cursor.execute("DROP INDEX IF EXISTS knowledge_embedding_hnsw")
-        cursor.execute("DROP INDEX IF EXISTS knowledge_search_gin")
+        cursor.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
+        cursor.execute(f"DROP INDEX IF EXISTS {GIN_INDEX}")
         start = time.perf_counter()
         matrix = np.array(vectors, dtype=np.float32)
         _load(cursor.cursor, user.id, project.id, rules, matrix, count, model, seed)
@@ -162,8 +171,8 @@ def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int,
         load_s = time.perf_counter() - start
         cursor.execute("SET maintenance_work_mem = '1GB'")
         start = time.perf_counter()
-        cursor.execute(HNSW_SQL)
-        cursor.execute(GIN_SQL)
+        cursor.execute(declared_index_sql(HNSW_INDEX))
+        cursor.execute(declared_index_sql(GIN_INDEX))
         index_s = time.perf_counter() - start
         cursor.execute("ANALYZE knowledge_knowledgeitem")
         cached = cache_warm(cursor)
