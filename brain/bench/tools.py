@@ -67,6 +67,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--other-rows", type=int, default=0,
                         help="rows of other projects in the same table (a brain of many projects; default 0)")
     parser.add_argument("--other-projects", type=int, default=300, help="how many projects hold --other-rows")
+    parser.add_argument("--written", type=int, default=0,
+                        help="more rows written through the built indexes, as a live brain's writes since its last "
+                             "vacuum reach them (default 0: a freshly built table)")
 
 
 def _counts(text: str) -> list[int]:
@@ -152,7 +155,7 @@ def _other_owner(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int,
-               others: Sequence[tuple[Any, Any, int]] = ()) -> dict[str, float]:
+               others: Sequence[tuple[Any, Any, int]] = (), *, written: int = 0) -> dict[str, Any]:
     from django.db import connection
 
     from knowledge.embeddings import embed_texts
@@ -174,9 +177,30 @@ def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int,
         cursor.execute(declared_index_sql(HNSW_INDEX))
         cursor.execute(declared_index_sql(GIN_INDEX))
         index_s = time.perf_counter() - start
+        after = _written(cursor, lambda: _load(cursor.cursor, user.id, project.id, rules, matrix, written, model,
+                                                seed + len(others) + 1)) if written else {}
         cursor.execute("ANALYZE knowledge_knowledgeitem")
         cached = cache_warm(cursor)
-    return {"embed_s": round(embed_s, 1), "load_s": round(load_s, 1), "index_s": round(index_s, 1), "cached": cached}
+    return {"embed_s": round(embed_s, 1), "load_s": round(load_s, 1), "index_s": round(index_s, 1), **after,
+            "cached": cached}
+
+
+def _written(cursor: Any, write: Any) -> dict[str, Any]:
+    """Runs `write` (rows going through the built indexes one by one, as live writes do) and says how long it took and
+    how many entries of the full-text index wait in its pending list for a vacuum, which every search reads (None
+    where the server lacks pgstattuple)."""
+    from django.db import DatabaseError
+
+    start = time.perf_counter()
+    write()
+    took = round(time.perf_counter() - start, 1)
+    try:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        cursor.execute("SELECT pending_tuples FROM pgstatginindex(%s::regclass)", [GIN_INDEX])
+        pending = int(cursor.fetchone()[0])
+    except DatabaseError:
+        pending = None
+    return {"written_s": took, "gin_pending": pending}
 
 
 def _summary(times: list[float]) -> dict[str, Any]:
@@ -269,10 +293,10 @@ def host_speed(rules: Sequence[str]) -> dict[str, float | None]:
 def run(args: argparse.Namespace) -> int:
     from projects.services.accounts import project_ensure_named, token_create
 
-    if (not args.corpus.is_file() or args.items < 0 or args.rounds < 1 or args.other_rows < 0
+    if (not args.corpus.is_file() or args.items < 0 or args.rounds < 1 or args.other_rows < 0 or args.written < 0
             or args.other_projects < 1):
         print(f"brain: need --corpus FILE (got {args.corpus}), --items >= 0, --clients and --rounds >= 1, "
-              "--other-rows >= 0 and --other-projects >= 1", file=sys.stderr)
+              "--other-rows and --written >= 0, --other-projects >= 1", file=sys.stderr)
         return 2
     rules = rules_of(args.corpus)
     random.Random(args.seed).shuffle(rules)
@@ -283,8 +307,9 @@ def run(args: argparse.Namespace) -> int:
             project, _ = project_ensure_named(user=user, name="tools bench")
             _, raw = token_create(user=user, label="bench")
             others = _other_projects(other_owner, args) if other_owner is not None else []
-            setup = _load_rows(user, project, rules, args.items, args.seed, others)
-            print(f"loaded {args.items} knowledge rows and {args.other_rows} of {len(others)} other projects {setup}",
+            setup = _load_rows(user, project, rules, args.items, args.seed, others, written=args.written)
+            print(f"loaded {args.items} knowledge rows (and {args.written} written after the indexes) and "
+                  f"{args.other_rows} of {len(others)} other projects {setup}",
                   file=sys.stderr)
             host = host_speed(rules)
             runs: list[dict[str, Any]] = []
@@ -294,7 +319,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         logging.disable(logging.NOTSET)
         _restore_indexes()
-    report = {"items": args.items, "otherRows": args.other_rows, "otherProjects": len(others), "rounds": args.rounds,
+    report = {"items": args.items, "written": args.written, "otherRows": args.other_rows, "otherProjects": len(others),
+              "rounds": args.rounds,
               "server": f"granian, {args.web_workers} workers",
               "setup": setup, "host": host, "load": os.getloadavg(), "runs": runs}
     print(json.dumps(report, indent=2) if args.json else render(report))
@@ -315,7 +341,9 @@ def _run(url: str, args: argparse.Namespace, clients: int, raw: str, rules: list
 
 def render(report: dict[str, Any]) -> str:
     others = f" (and {report['otherRows']} of {report['otherProjects']} other projects)" if report["otherRows"] else ""
-    lines = [f"{report['items']} knowledge rows{others}, {report['rounds']} rounds per client (start with a prompt, "
+    written = f" ({report['written']} of them written after the indexes were built)" if report["written"] else ""
+    lines = [f"{report['items'] + report['written']} knowledge rows{written}{others}, {report['rounds']} rounds per "
+             "client (start with a prompt, "
              f"{LOGS_PER_ROUND} x log, list, report), served by {report['server']}, setup {report['setup']}, "
              f"load {report['load']}",
              f"host before the runs: a twelve-word prompt through the model {report['host']['modelMs']} ms p50, "

@@ -23,10 +23,15 @@ def test_bench_tools_runs_and_cleans_up(capsys: pytest.CaptureFixture[str], smal
     killed = User.objects.create(email="tools-0123456789@bench.invalid")  # left by a run killed before its cleanup
     KnowledgeItem.objects.create(owner=killed, type="rule", content="a row the killed run loaded")
     report = bench_report(tools, ["--items", "300", "--clients", "2", "--rounds", "2", "--rules", "20", "--json",
-                                  "--corpus", str(small_corpus), "--other-rows", "50", "--other-projects", "3"], capsys)
+                                  "--corpus", str(small_corpus), "--other-rows", "50", "--other-projects", "3",
+                                  "--written", "40"], capsys)
     (run,) = report["runs"]
     assert (report["otherRows"], report["otherProjects"]) == (50, 3)  # another owner's projects in the same table
     assert report["setup"]["cached"] is True  # the rows and both search indexes read into the page cache
+    # Rows written through the built indexes, as live writes reach them: none of their entries waits in a pending
+    # list that every search would read.
+    assert report["written"] == 40 and report["setup"]["gin_pending"] == 0
+    assert tools.render(report).startswith("340 knowledge rows (40 of them written after the indexes were built)")
     assert run["clients"] == 2
     assert run["brain_start_session"]["n"] == 4 == run["brain_report_session_outcome"]["n"]
     assert run["brain_list_projects"]["n"] == 4
