@@ -110,7 +110,8 @@ def skills_find(*, principal: Principal, query: str, limit: int = 5) -> SkillsFo
     scope = knowledge_scope(principal=principal).narrowed("t.stage = ANY(%(stages)s)", stages=OFFERED_STAGES)
     found = hybrid_candidates(table=KNOWLEDGE_TABLE, columns=_SKILL_COLUMNS, scope=scope, query=query,
                               mode="hybrid", fusion=fusion_from_settings())
-    scored = rescore_candidates(found, context=Context(), weights=Weights.from_settings(), now=timezone.now())
+    scored = rescore_candidates(found, context=Context(), weights=Weights.from_settings(), now=timezone.now(),
+                                explain=False)
     scored.sort(key=lambda entry: -entry[0])
     skills = [
         SkillHit(id=r["id"], type=r["type"], stage=r["stage"], trigger=r["trigger"], content=r["content"],

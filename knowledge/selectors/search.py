@@ -151,11 +151,10 @@ def knowledge_search(
     )
     others_discounted(found, viewer_id=principal.user.pk)
     context = Context(framework=framework, language=language, project_id=_uuid_or_none(project_id))
-    scored = [
-        (score, row["type"], _hit(row, score, terms if explain else {}))
-        for score, terms, row in rescore_candidates(found, context=context, weights=weights, now=timezone.now())
-    ]
-    hits = cut(scored, floor=weights.floor, max_per_type=weights.max_per_type, limit=limit)
+    scored = [(score, row["type"], (row, score, terms)) for score, terms, row in rescore_candidates(
+        found, context=context, weights=weights, now=timezone.now(), explain=explain)]
+    # Only the kept candidates become hits (an open keeps 5 of 50).
+    hits = [_hit(*kept) for kept in cut(scored, floor=weights.floor, max_per_type=weights.max_per_type, limit=limit)]
     labels = author_labels(owner_ids=[h.owner_id for h in hits if h.owner_id], viewer=principal.user)
     for hit in hits:
         hit.author = labels.get(hit.owner_id, "") if hit.owner_id else ""

@@ -131,7 +131,7 @@ def session_search(
     events = [
         _event_hit(row, score, terms if explain else {})
         for score, terms, row in rescore_candidates(found, context=Context(), weights=EVENT_WEIGHTS,
-                                                    now=timezone.now())
+                                                    now=timezone.now(), explain=explain)
     ]
     events.sort(key=lambda hit: -hit.score)
     sessions = _sessions_of(events, found.candidates)[:limit]

@@ -128,6 +128,11 @@ def test_explain_is_consistent_with_the_order(tenant_a: Tenant, items: list[Know
         assert terms["relevance"] * terms["multiplier"] == pytest.approx(hit.score, abs=1e-4)
         assert terms["multiplier"] == pytest.approx(1 + sum(terms.get(k, 0) for k in
                                                             ("confidence", "success", "recency", "context")), abs=1e-4)
+    # Without explain the terms are not built, and nothing else changes: the same hits in the same order and scores.
+    plain = knowledge_search(principal=tenant_a.principal, query="database", limit=10, framework="react",
+                             language="typescript")
+    assert [(h.id, h.score) for h in plain.hits] == [(h.id, h.score) for h in result.hits]
+    assert all(h.explain == {} for h in plain.hits)
     by_id = {hit.id: hit for hit in result.hits}
     assert by_id[items[1].id].explain["success"] > 0  # 9 outcomes: Laplace rate 10/11
     assert "success" not in by_id[items[2].id].explain  # no outcomes yet
