@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -185,7 +185,7 @@ def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int,
             "cached": cached}
 
 
-def _written(cursor: Any, write: Any) -> dict[str, Any]:
+def _written(cursor: Any, write: Callable[[], None]) -> dict[str, Any]:
     """Runs `write` (rows going through the built indexes one by one, as live writes do) and says how long it took and
     how many entries of the full-text index wait in its pending list for a vacuum, which every search reads (None
     where the server lacks pgstattuple)."""

@@ -4,7 +4,8 @@ With PostgreSQL's default, a write appends its entries to the index's pending li
 list until a vacuum, or a write that finds it over `gin_pending_list_limit` (4 MB), merges it into the index. Every
 write adds to it: a taught row, its vector when the batcher stores it, a confidence or decay update that cannot stay
 HOT. At 100,000 rows, 5,000 rows written since the last vacuum took an open's full-text statement from 4.5 to 10 ms
-p50 (docs/benchmarks.md, issue 17, thirty-seventh pass). Writing the entries directly costs a write about 0.3 ms.
+p50 (docs/benchmarks.md, issue 17, thirty-seventh pass). Writing the entries directly cost a single-row insert at
+most 0.25 ms, within the host's noise in two runs of three.
 
 Turning the option off leaves the entries already pending where they are, so they are merged here as well.
 """
