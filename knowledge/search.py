@@ -23,7 +23,7 @@ from knowledge.search_fts import FtsList, fts_list, fts_list_or_reason
 from knowledge.search_neighbours import RowOrder, fused_neighbour_ctes, neighbour_gain
 from knowledge.search_scope import fts_query_text, scoped_read
 from knowledge.search_standard import Standard, standard_fused_ctes, standard_vec_ctes, vector_spread
-from knowledge.search_vector import execute_fusion, vec_cte, vector_params
+from knowledge.search_vector import execute_fusion, vec_cte, vector_literal, vector_params
 
 logger = logging.getLogger(__name__)
 
@@ -244,8 +244,8 @@ def _sql(table: str, columns: str, scope: Scope, *, use_vec: bool, exact: bool, 
     ORDER BY rrf DESC, t.id LIMIT %(n)s"""  # noqa: S608
 
 
-def _query_vector(embedding: Future[tuple[list[float], str]] | None) -> tuple[list[float] | None, str, str]:
-    """The query vector and model, or None with the reason when vectors cannot be used."""
+def _query_vector(embedding: Future[tuple[str, str]] | None) -> tuple[str | None, str, str]:
+    """The query vector (as its SQL literal) and model, or None with the reason when vectors cannot be used."""
     if embedding is None:
         return None, "", ""
     try:
@@ -267,7 +267,7 @@ def hybrid_candidates(
     statement); the fusion statement then ranks the vector list and fuses it with the full-text list's rows.
     Both halves cost a few milliseconds, so a hybrid search waits for the longer one instead of their sum."""
     started = time.perf_counter()
-    embedding = embed_query_soon(query) if mode != "fts" else None
+    embedding = embed_query_soon(query, vector_literal) if mode != "fts" else None
     text = fts_query_text(query)
     with connection.cursor() as cursor:
         scoped = scoped_read(cursor, table, scope, text, fusion)
@@ -306,7 +306,7 @@ def hybrid_candidates(
                         standard=Standard(*spread, fts.mu, fts.sd) if standard else None)
 
 
-def _fusion_params(scope: Scope, fusion: Fusion, vector: list[float] | None, model: str, *,
+def _fusion_params(scope: Scope, fusion: Fusion, vector: str | None, model: str, *,
                    use_fts: bool) -> dict[str, Any]:
     use_vec = vector is not None
     return {

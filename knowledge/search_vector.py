@@ -33,10 +33,11 @@ def vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
         WHERE dist <= %(maxdist)s"""  # noqa: S608 - names and fixed SQL only; values are parameters
 
 
-def vector_params(scope: Scope, fusion: Fusion, vector: list[float] | None, model: str) -> dict[str, Any]:
-    """The vector list's parameters (`vec_cte`, `walk_settings`)."""
+def vector_params(scope: Scope, fusion: Fusion, vector: str | None, model: str) -> dict[str, Any]:
+    """The vector list's parameters (`vec_cte`, `walk_settings`); `vector`: the query's, as `vector_literal` wrote
+    it."""
     return {
-        **scope.params, "qvec": vector_literal(vector), "qmodel": model, "n": fusion.candidates,
+        **scope.params, "qvec": vector, "qmodel": model, "n": fusion.candidates,
         "maxdist": fusion.max_distance, "longlex": max(fusion.vector_long_lexemes, 1),
         "lenb": fusion.vector_length_b if fusion.vector_long_lexemes > 0 else 0.0,
         "ef": walk_ef(fusion),
@@ -48,9 +49,7 @@ def walk_ef(fusion: Fusion) -> int:
     return max(40, int(fusion.candidates))
 
 
-def vector_literal(vector: list[float] | None) -> str | None:
-    if vector is None:
-        return None
+def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 

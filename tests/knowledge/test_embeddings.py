@@ -18,10 +18,12 @@ from knowledge.embeddings import (
     EmbeddingUnavailable,
     LocalEmbedder,
     OpenAIEmbedder,
+    embed_query_soon,
     embed_texts,
     embedder_health,
     get_embedder,
 )
+from knowledge.search_vector import vector_literal
 from tests.support.fake_embedder import answer_embeddings
 
 
@@ -75,6 +77,19 @@ def test_a_short_query_runs_on_one_thread_and_a_long_one_on_every_core() -> None
     embedder.embed([" ".join(f"step {n} of the schema migration" for n in range(NARROW_TOKENS))])
     assert (narrow.runs, wide.runs) == (1, 1)
     assert np.array_equal(short, get_embedder(background=True).embed(["fix the failing login test"]))
+
+
+def test_a_query_is_embedded_and_written_as_its_sql_literal_on_a_pool_thread() -> None:
+    # The request's thread waits for the full-text statement meanwhile: the literal is made where the vector is.
+    threads: list[str] = []
+
+    def literal(vector: list[float]) -> str:
+        threads.append(threading.current_thread().name)
+        return vector_literal(vector)
+
+    text, model = embed_query_soon("fix the failing login test", literal).result(timeout=60)
+    assert model == LOCAL_MODEL_NAME and threads and threads[0].startswith("query-embed")
+    assert text == vector_literal(embed_texts(["fix the failing login test"])[0][0])
 
 
 def test_the_batchers_and_the_requests_run_one_session_of_the_model() -> None:
