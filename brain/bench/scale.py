@@ -61,6 +61,19 @@ def declared_index_sql(name: str) -> str:
     return str(index.create_sql(KnowledgeItem, connection.schema_editor()))
 
 
+def gin_pending(cursor: Any, index: str) -> int | None:
+    """How many entries wait in the GIN index's pending list for a vacuum (every search reads them), or None where
+    the server lacks pgstattuple."""
+    from django.db import DatabaseError
+
+    try:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        cursor.execute("SELECT pending_tuples FROM pgstatginindex(%s::regclass)", [index])
+        return int(cursor.fetchone()[0])
+    except DatabaseError:
+        return None
+
+
 def rules_of(corpus: Path) -> list[str]:
     """Distinct rule-sized pieces (a bullet or a short paragraph) of the rule files."""
     seen: set[str] = set()

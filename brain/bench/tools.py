@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from brain.bench.scale import (
     _restore_indexes,
     cache_warm,
     declared_index_sql,
+    gin_pending,
     rules_of,
 )
 from brain.config import runtime_config
@@ -177,30 +178,15 @@ def _load_rows(user: Any, project: Any, rules: list[str], count: int, seed: int,
         cursor.execute(declared_index_sql(HNSW_INDEX))
         cursor.execute(declared_index_sql(GIN_INDEX))
         index_s = time.perf_counter() - start
-        after = _written(cursor, lambda: _load(cursor.cursor, user.id, project.id, rules, matrix, written, model,
-                                                seed + len(others) + 1)) if written else {}
+        after: dict[str, Any] = {}
+        if written:  # through the built indexes, as a live brain's writes reach them
+            start = time.perf_counter()
+            _load(cursor.cursor, user.id, project.id, rules, matrix, written, model, seed + len(others) + 1)
+            after = {"written_s": round(time.perf_counter() - start, 1), "gin_pending": gin_pending(cursor, GIN_INDEX)}
         cursor.execute("ANALYZE knowledge_knowledgeitem")
         cached = cache_warm(cursor)
     return {"embed_s": round(embed_s, 1), "load_s": round(load_s, 1), "index_s": round(index_s, 1), **after,
             "cached": cached}
-
-
-def _written(cursor: Any, write: Callable[[], None]) -> dict[str, Any]:
-    """Runs `write` (rows going through the built indexes one by one, as live writes do) and says how long it took and
-    how many entries of the full-text index wait in its pending list for a vacuum, which every search reads (None
-    where the server lacks pgstattuple)."""
-    from django.db import DatabaseError
-
-    start = time.perf_counter()
-    write()
-    took = round(time.perf_counter() - start, 1)
-    try:
-        cursor.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
-        cursor.execute("SELECT pending_tuples FROM pgstatginindex(%s::regclass)", [GIN_INDEX])
-        pending = int(cursor.fetchone()[0])
-    except DatabaseError:
-        pending = None
-    return {"written_s": took, "gin_pending": pending}
 
 
 def _summary(times: list[float]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from brain.bench.scale import GIN_INDEX, declared_index_sql
+from brain.bench.scale import GIN_INDEX, declared_index_sql, gin_pending
 from knowledge.selectors.search import knowledge_search
 from knowledge.services.teach import knowledge_teach
 from sessions.selectors.search import session_search
@@ -29,12 +29,9 @@ def _gin_indexes() -> dict[str, list[str]]:
         return {name: list(options) for name, options in cursor.fetchall()}
 
 
-def _pending_tuples(index: str) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")  # rolled back with the test
-        cursor.execute("SELECT pending_tuples FROM pgstatginindex(%s::regclass)", [index])
-        row = cursor.fetchone()
-    return int(row[0]) if row else -1
+def _pending_tuples(index: str) -> int | None:
+    with connection.cursor() as cursor:  # the extension it creates is rolled back with the test
+        return gin_pending(cursor, index)
 
 
 def test_every_gin_index_writes_into_the_index() -> None:
