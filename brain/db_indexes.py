@@ -4,12 +4,19 @@ them) against those the database holds usable.
 An index goes missing without any migration knowing: a `brain bench` run killed during its load has dropped the
 knowledge table's HNSW and GIN indexes, and an interrupted concurrent build leaves one marked invalid. Searches then
 still answer, from a scan of the whole table, so nothing but their speed says so.
+
+An index can also be there with other storage parameters than its model declares (an `ALTER INDEX ... SET` made by
+hand, a table restored from another schema's dump). Those change what every search costs: a GIN index with
+`fastupdate` on keeps a pending list that each search reads in full until a vacuum merges it (5,000 written rows
+made an open at 100,000 rows 5-9 ms slower, docs/benchmarks.md, issue 17, thirty-seventh pass), and an HNSW graph
+built with other `m` or `ef_construction` finds other neighbours. Such an index is rebuilt as declared too.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, connections
@@ -17,30 +24,84 @@ from django.db import connection, connections
 from brain.health import Check, pending_migrations
 
 
-def missing_indexes() -> list[tuple[Any, Any]]:
-    """(model, index) of every index the installed models declare that the database lacks or holds invalid."""
+def _declared() -> list[tuple[Any, Any]]:
+    """(model, index) of every index the installed models declare."""
     from django.apps import apps
 
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
-                       "WHERE c.relnamespace = current_schema()::regnamespace AND x.indisvalid")
-        usable = {name for (name,) in cursor.fetchall()}
     models = [m for m in apps.get_models() if m._meta.managed and not m._meta.proxy]
-    return [(model, index) for model in models for index in model._meta.indexes if index.name not in usable]
+    return [(model, index) for model in models for index in model._meta.indexes]
+
+
+def _live_options() -> dict[str, dict[str, str] | None]:
+    """Each usable index of the schema by name, with its storage parameters (None: held invalid)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT c.relname, x.indisvalid, coalesce(c.reloptions, '{}') FROM pg_index x "
+                       "JOIN pg_class c ON c.oid = x.indexrelid WHERE c.relnamespace = current_schema()::regnamespace")
+        return {name: _options(options) if valid else None for name, valid, options in cursor.fetchall()}
+
+
+_ON, _OFF = {"on", "true", "yes", "1"}, {"off", "false", "no", "0"}
+
+
+def _options(pairs: Iterable[str]) -> dict[str, str]:
+    """`name = value` pairs (a model's WITH clause or `pg_class.reloptions`) as a dict, booleans spelt one way."""
+    out = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        value = value.strip().strip("'").lower()
+        out[name.strip().lower()] = "on" if value in _ON else "off" if value in _OFF else value
+    return out
+
+
+def declared_options(index: Any) -> dict[str, str]:
+    """The storage parameters `index` is declared with (PostgreSQL's own index types and pgvector's say them)."""
+    return _options(index.get_with_params() if hasattr(index, "get_with_params") else [])
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A declared index built with other storage parameters (`live`) than its model declares (`declared`)."""
+
+    model: Any
+    index: Any
+    live: dict[str, str]
+    declared: dict[str, str]
+
+    def describe(self) -> str:
+        names = sorted(set(self.live) | set(self.declared))
+        said = ", ".join(f"{name} {self.live.get(name, 'default')} (declared {self.declared.get(name, 'default')})"
+                         for name in names if self.live.get(name) != self.declared.get(name))
+        return f"{self.index.name}: {said}"
+
+
+def missing_indexes() -> list[tuple[Any, Any]]:
+    """(model, index) of every index the installed models declare that the database lacks or holds invalid."""
+    live = _live_options()
+    return [(model, index) for model, index in _declared() if live.get(index.name) is None]
+
+
+def drifted_indexes() -> list[Drift]:
+    """Every declared index the database holds usable but with other storage parameters than declared."""
+    live = _live_options()
+    drifts = [Drift(model, index, live[index.name] or {}, declared_options(index))
+              for model, index in _declared() if live.get(index.name) is not None]
+    return [drift for drift in drifts if drift.live != drift.declared]
 
 
 def check_indexes() -> Check:
     try:
         if pending_migrations():  # a pending migration's index is the migration's to build
             return True, "checked once the migrations are applied"
-        missing = missing_indexes()
+        missing, drifted = missing_indexes(), drifted_indexes()
     except Exception as exc:
         return False, f"cannot read the indexes: {type(exc).__name__}"
-    if not missing:
-        return True, "every declared index is built and usable"
-    names = ", ".join(index.name for _, index in missing)
-    return False, (f"missing or unusable: {names}. Searches scan whole tables until `brain doctor --restore-indexes` "
-                   "builds them (minutes for a large table)")
+    if not missing and not drifted:
+        return True, "every declared index is built and usable, with its declared options"
+    problems = [f"missing or unusable: {', '.join(index.name for _, index in missing)}"] if missing else []
+    if drifted:
+        problems.append(f"built with other options than declared: {'; '.join(d.describe() for d in drifted)}")
+    return False, (f"{'. '.join(problems)}. Searches scan whole tables or read more than they need until "
+                   "`brain doctor --restore-indexes` builds them as declared (minutes for a large table)")
 
 
 # What a rebuild may use (`maintenance_work_mem`, never below the server's own): pgvector builds the HNSW graph in
@@ -102,21 +163,21 @@ class BuildProgress(threading.Thread):
 
 
 def indexes_restore(say: Callable[[str], None], every: float = PROGRESS_EVERY_S) -> int:
-    """Builds every missing or invalid declared index as its model declares it, saying how each build is getting on
-    every `every` seconds; returns how many were built."""
-    missing = missing_indexes()
-    for model, index in missing:
+    """Builds every missing, invalid or drifted declared index as its model declares it, saying how each build is
+    getting on every `every` seconds; returns how many were built."""
+    wanted = [*missing_indexes(), *((drift.model, drift.index) for drift in drifted_indexes())]
+    for model, index in wanted:
         with connection.schema_editor() as editor:
             memory = _build_memory(editor)
             say(f"building {index.name} on {model._meta.db_table} (maintenance_work_mem {memory}) ...")
-            editor.execute(f'DROP INDEX IF EXISTS "{index.name}"')  # an invalid one of the same name
+            editor.execute(f'DROP INDEX IF EXISTS "{index.name}"')  # an invalid or drifted one of the same name
             progress = BuildProgress(_backend_pid(), index.name, say, every)
             progress.start()
             try:
                 editor.add_index(model, index)
             finally:
                 progress.stop()
-    return len(missing)
+    return len(wanted)
 
 
 def _backend_pid() -> int:

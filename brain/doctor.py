@@ -9,7 +9,8 @@ HELP = "check database, pgvector, broker, embedder, vectors, migrations, indexes
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--restore-indexes", action="store_true",
-                        help="first build every declared index the database lacks or holds invalid")
+                        help="first build every declared index the database lacks, holds invalid or holds with "
+                             "other options than declared")
 
 
 def _check_named(setting: str, unset: str) -> tuple[bool, str]:
@@ -54,4 +55,4 @@ def _restore_indexes() -> None:
         print("brain doctor: migrations are pending; `brain manage migrate` builds their indexes first")
         return
     built = indexes_restore(lambda line: print(line, flush=True))
-    print(f"built {built} index(es)" if built else "no index was missing")
+    print(f"built {built} index(es)" if built else "no index was missing or built otherwise")
