@@ -33,7 +33,7 @@ def _declared() -> list[tuple[Any, Any]]:
 
 
 def _live_options() -> dict[str, dict[str, str] | None]:
-    """Each usable index of the schema by name, with its storage parameters (None: held invalid)."""
+    """Each index of the schema by name, with its storage parameters (None: held invalid)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT c.relname, x.indisvalid, coalesce(c.reloptions, '{}') FROM pg_index x "
                        "JOIN pg_class c ON c.oid = x.indexrelid WHERE c.relnamespace = current_schema()::regnamespace")
@@ -74,25 +74,29 @@ class Drift:
         return f"{self.index.name}: {said}"
 
 
-def missing_indexes() -> list[tuple[Any, Any]]:
-    """(model, index) of every index the installed models declare that the database lacks or holds invalid."""
+def indexes_review() -> tuple[list[tuple[Any, Any]], list[Drift]]:
+    """From one read of the catalog: (model, index) of every declared index the database lacks or holds invalid, and
+    every declared index it holds usable but with other storage parameters than declared."""
     live = _live_options()
-    return [(model, index) for model, index in _declared() if live.get(index.name) is None]
+    missing = [(model, index) for model, index in _declared() if live.get(index.name) is None]
+    drifts = [Drift(model, index, live[index.name] or {}, declared_options(index))
+              for model, index in _declared() if live.get(index.name) is not None]
+    return missing, [drift for drift in drifts if drift.live != drift.declared]
+
+
+def missing_indexes() -> list[tuple[Any, Any]]:
+    return indexes_review()[0]
 
 
 def drifted_indexes() -> list[Drift]:
-    """Every declared index the database holds usable but with other storage parameters than declared."""
-    live = _live_options()
-    drifts = [Drift(model, index, live[index.name] or {}, declared_options(index))
-              for model, index in _declared() if live.get(index.name) is not None]
-    return [drift for drift in drifts if drift.live != drift.declared]
+    return indexes_review()[1]
 
 
 def check_indexes() -> Check:
     try:
         if pending_migrations():  # a pending migration's index is the migration's to build
             return True, "checked once the migrations are applied"
-        missing, drifted = missing_indexes(), drifted_indexes()
+        missing, drifted = indexes_review()
     except Exception as exc:
         return False, f"cannot read the indexes: {type(exc).__name__}"
     if not missing and not drifted:
@@ -165,7 +169,8 @@ class BuildProgress(threading.Thread):
 def indexes_restore(say: Callable[[str], None], every: float = PROGRESS_EVERY_S) -> int:
     """Builds every missing, invalid or drifted declared index as its model declares it, saying how each build is
     getting on every `every` seconds; returns how many were built."""
-    wanted = [*missing_indexes(), *((drift.model, drift.index) for drift in drifted_indexes())]
+    missing, drifted = indexes_review()
+    wanted = [*missing, *((drift.model, drift.index) for drift in drifted)]
     for model, index in wanted:
         with connection.schema_editor() as editor:
             memory = _build_memory(editor)
