@@ -134,3 +134,7 @@ def test_options_compare_as_postgresql_reads_them() -> None:
     assert hnsw == {"m": "16", "ef_construction": "64"}
     assert dict(pair.split("=", 1) for pair in _options_of("knowledge_embedding_hnsw")) == hnsw
     assert declared_options(declared["knowledge_project_type"]) == {}  # a plain B-tree declares none
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER INDEX knowledge_search_gin SET (fastupdate = false)")  # "off" in other words
+    assert _options_of("knowledge_search_gin") == ["fastupdate=false"]
+    assert drifted_indexes() == [] and check_indexes()[0]
