@@ -78,10 +78,15 @@ def indexes_review() -> tuple[list[tuple[Any, Any]], list[Drift]]:
     """From one read of the catalog: (model, index) of every declared index the database lacks or holds invalid, and
     every declared index it holds usable but with other storage parameters than declared."""
     live = _live_options()
-    missing = [(model, index) for model, index in _declared() if live.get(index.name) is None]
-    drifts = [Drift(model, index, live[index.name] or {}, declared_options(index))
-              for model, index in _declared() if live.get(index.name) is not None]
-    return missing, [drift for drift in drifts if drift.live != drift.declared]
+    missing: list[tuple[Any, Any]] = []
+    drifts: list[Drift] = []
+    for model, index in _declared():
+        options, declared = live.get(index.name), declared_options(index)
+        if options is None:
+            missing.append((model, index))
+        elif options != declared:
+            drifts.append(Drift(model, index, options, declared))
+    return missing, drifts
 
 
 def missing_indexes() -> list[tuple[Any, Any]]:
