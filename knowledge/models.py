@@ -9,8 +9,9 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from django.db.models.expressions import CombinedExpression, Func
-from pgvector.django import HnswIndex, VectorField
+from django.db.models.expressions import CombinedExpression, F, Func
+from django.db.models.functions import Cast
+from pgvector.django import BitField, HnswIndex, VectorField
 
 from brain.models import TimestampedModel
 from knowledge.embeddings import DIMENSIONS
@@ -98,6 +99,12 @@ def search_tokens(vector: Any) -> Func:
     return Func(vector, function="brain_tsvector_tokens", output_field=models.IntegerField())
 
 
+def embedding_bits() -> Cast:
+    """The sign of each of the vector's components (pgvector's `binary_quantize`), one bit each."""
+    bits = BitField(length=EMBEDDING_DIMENSIONS)
+    return Cast(Func(F("embedding"), function="binary_quantize", output_field=bits), output_field=bits)
+
+
 class KnowledgeItem(TimestampedModel):
     """One learned item. `project` null = the owner's personal knowledge that follows them everywhere.
 
@@ -144,6 +151,12 @@ class KnowledgeItem(TimestampedModel):
     review_supersedes = models.UUIDField(null=True, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=120, blank=True)
+    # The vector's signs, stored beside the scope's columns in `knowledge_vector_scope`: a scope searched exactly
+    # ranks its rows by these bits from the index alone and computes the true distance of the best few only
+    # (knowledge/search_vector.py). Written by PostgreSQL with the vector, so it can never disagree with it.
+    embedding_bits = models.GeneratedField(
+        expression=embedding_bits(), output_field=BitField(length=EMBEDDING_DIMENSIONS), db_persist=True
+    )
     search_vector = models.GeneratedField(
         expression=_search_vector(), output_field=SearchVectorField(), db_persist=True
     )
@@ -163,6 +176,15 @@ class KnowledgeItem(TimestampedModel):
             # (knowledge/migrations/0018_gin_fastupdate_off.py).
             GinIndex(fields=["search_vector"], name="knowledge_search_gin", fastupdate=False),
             GinIndex(fields=["tags"], name="knowledge_tags_gin", fastupdate=False),
+            # An exact vector list's first pass reads only this index (an index-only scan): the rows of the scope's
+            # projects that may hold a usable vector, with the columns that pass reads. The columns changed by a
+            # confidence, decay or review update are not here, so those updates stay HOT.
+            models.Index(
+                fields=["project"], include=["id", "owner", "embedding_model", "embedding_bits"],
+                name="knowledge_vector_scope",
+                condition=models.Q(embedding__isnull=False, deleted_at__isnull=True, superseded_by__isnull=True)
+                & ~models.Q(type="action_item"),
+            ),
             HnswIndex(
                 name="knowledge_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
                 opclasses=["vector_cosine_ops"],

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from knowledge.models import TS_CONFIG
-from knowledge.search_vector import walk_ef
+from knowledge.search_vector import prefilter_rows, walk_ef
 from knowledge.term_stats import TermStats, generating_terms, term_stats
 
 if TYPE_CHECKING:
@@ -82,7 +82,8 @@ def scoped_read(cursor: Any, table: str, scope: Scope, query: str, fusion: Fusio
         _remember_large(key)
         return Scoped(stats, max(estimate, float(counted)), False, list(lexemes))
     exact = not _mostly_the_table(counted, stats.rows, fusion)
-    walk = exact and walk_pays(counted, stats.rows, fusion)
+    # A prefiltered exact list reads the scope's index entries, not its rows: cheaper than a walk at any exact size.
+    walk = exact and not prefilter_rows(scope, fusion) and walk_pays(counted, stats.rows, fusion)
     return Scoped(stats, float(counted), exact, list(lexemes), walk_vectors=walk)
 
 

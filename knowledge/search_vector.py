@@ -12,25 +12,52 @@ if TYPE_CHECKING:
     from knowledge.search import Fusion, Scope
 
 
-def vec_cte(table: str, scope: Scope, *, exact: bool) -> str:
+def vec_cte(table: str, scope: Scope, *, exact: bool, prefilter: int = 0) -> str:
     """The nearest rows by cosine distance, ranked by their similarity with long rows penalised (see
     `knowledge.search.VECTOR_LONG_LEXEMES`; length counts distinct lexemes, as the full-text side does).
 
     `exact`: a scope of at most `Fusion.exact_rows` rows is ranked by computing every distance (the `+ 0` keeps the
     planner off the HNSW index). The index serves the whole table: under a filter to one small project its
     graph walk meets mostly other projects' rows, and even with iterative scans it returned a third fewer
-    of the true nearest turns than exact search on short dialogue turns (docs/benchmarks.md)."""
+    of the true nearest turns than exact search on short dialogue turns (docs/benchmarks.md).
+
+    `prefilter` (exact lists of a scope with `Scope.prefilter` only): the true distance is computed for this many rows,
+    the scope's nearest by their vectors' signs (`prefiltered`), instead of for every row of the scope."""
     # Ordered by the selected distance itself, so each row's distance is computed (and its vector read from the
     # TOAST table) once: an ORDER BY of its own expression computed it twice, a third of an exact list's time.
     distance = "(t.embedding <=> %(qvec)s::vector) + 0" if exact else "t.embedding <=> %(qvec)s::vector"
     penalty = long_row_penalty("%(lenb)s", "len", "%(longlex)s")
+    prefiltering = exact and prefilter > 0 and bool(scope.prefilter)
+    picked = f" AND t.id IN ({prefiltered(table, scope, prefilter)})" if prefiltering else ""
     return f"""
         SELECT id, row_number() OVER (ORDER BY (1 - dist) / {penalty} DESC, id) AS rnk, dist
         FROM (SELECT t.id, {distance} AS dist, greatest(length(t.search_vector), 1) AS len
               FROM {table} t
-              WHERE {scope.sql} AND t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s
+              WHERE {scope.sql} AND t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s{picked}
               ORDER BY dist LIMIT %(n)s) nearest
         WHERE dist <= %(maxdist)s"""  # noqa: S608 - names and fixed SQL only; values are parameters
+
+
+def prefilter_rows(scope: Scope, fusion: Fusion) -> int:
+    """How many rows an exact vector list of `scope` takes from its index before computing true distances; 0: none
+    (the scope has no prefilter or the fusion turns it off)."""
+    return fusion.prefilter_factor * fusion.candidates if scope.prefilter and fusion.prefilter_factor > 0 else 0
+
+
+def prefiltered(table: str, scope: Scope, rows: int) -> str:
+    """The ids of the `rows` rows of `scope` whose vectors' signs differ least from the query's, read from the
+    vector-scope index alone (an index-only scan of each `Scope.prefilter` condition; the heap is not read): 48
+    bytes a row instead of the row and its vector, which in a row of over 2 KB is another read from the TOAST
+    table. Rows of another model are left out here, as the list leaves them out. What the conditions admit beyond the
+    scope (rows decayed out, held for review) takes a place among the `rows` and is dropped by the scope's own
+    condition afterwards."""
+    apart = "t.embedding_bits <~> binary_quantize(%(qvec)s::vector)"
+    branches = [f"""(SELECT t.id, {apart} AS apart FROM {table} t
+        WHERE {condition} AND t.embedding IS NOT NULL AND t.embedding_model = %(qmodel)s
+        ORDER BY apart LIMIT {int(rows)})""" for condition in scope.prefilter]  # noqa: S608 - names, fixed SQL
+    if len(branches) == 1:
+        return f"SELECT id FROM {branches[0]} b"  # noqa: S608
+    return f"SELECT id FROM ({' UNION ALL '.join(branches)}) b ORDER BY apart LIMIT {int(rows)}"  # noqa: S608
 
 
 def vector_params(scope: Scope, fusion: Fusion, vector: str | None, model: str) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from projects.scope import Principal
 from projects.selectors.accounts import project_visible, visible_project_ids
 
 KNOWLEDGE_TABLE = "knowledge_knowledgeitem"
+# Rows retrieval may ever return, as `knowledge_vector_scope`'s predicate states them (with a vector).
+_LIVE = "t.deleted_at IS NULL AND t.superseded_by_id IS NULL AND t.type <> 'action_item'"
 # The share of its stored confidence another member's row has for a viewer (see `others_discounted`).
 OTHERS_CONFIDENCE = 0.8
 _COLUMNS = (
@@ -100,14 +102,23 @@ def knowledge_scope(*, principal: Principal, project_id: uuid.UUID | str | None 
     personal = " OR (t.project_id IS NULL AND t.owner_id = %(scope_user)s)" if principal.reads_personal else ""
     sql = (
         f"(t.project_id = ANY(%(scope_projects)s::uuid[]){personal})"
-        " AND t.deleted_at IS NULL AND t.superseded_by_id IS NULL AND t.type <> 'action_item'"
+        f" AND {_LIVE}"
         " AND (t.decay_score > %(decay_floor)s OR t.type = 'decision')"
         f" AND {REVIEW_USABLE_SQL}"  # a member's rule waiting for review reaches only its author
     )
     params = {"scope_projects": project_ids, "scope_user": principal.user.id,
               "decay_floor": decay_floor()}
-    scope = Scope(sql, params, project_ids=tuple(project_ids), unassigned=principal.reads_personal)
+    scope = Scope(sql, params, project_ids=tuple(project_ids), unassigned=principal.reads_personal,
+                  prefilter=_vector_prefilter(reads_personal=principal.reads_personal))
     return _rows_kept(scope)
+
+
+def _vector_prefilter(*, reads_personal: bool) -> tuple[str, ...]:
+    """The scope as conditions on `knowledge_vector_scope`'s columns and predicate, one per index scan: the visible
+    projects' rows and the caller's own project-less rows (an OR of the two would read the table through a bitmap)."""
+    projects = f"t.project_id = ANY(%(scope_projects)s::uuid[]) AND {_LIVE}"
+    return (projects, f"t.project_id IS NULL AND t.owner_id = %(scope_user)s AND {_LIVE}") if reads_personal else (
+        projects,)
 
 
 def _rows_kept(scope: Scope) -> Scope:

@@ -109,8 +109,9 @@ def test_a_counted_scope_walks_for_its_vectors_and_keeps_its_full_text_exact(
 ) -> None:
     """Tenant A's 121 rows are not most of the 124 (share 0.99 asked) but their walk pays: the vector list walks
     the index, the full-text list still scores every match, and the hits are the exact search's. Tenant B's 3 rows
-    stay exact, and none of A's rows ever reach B."""
-    walking = Fusion(exact_rows=1000, exact_floor=50, walk_share=0.99, candidates=40, walk_cost=2.0)
+    stay exact, and none of A's rows ever reach B. (A scope whose exact list is prefiltered never walks: the
+    prefilter is off here, as for a scope without one.)"""
+    walking = Fusion(exact_rows=1000, exact_floor=50, walk_share=0.99, candidates=40, walk_cost=2.0, prefilter_factor=0)
     mine, theirs = _scoped(tenant_a, walking), _scoped(tenant_b, walking)
     assert mine.exact and mine.walk_vectors and not mine.vectors_exact and fts_terms(mine, walking)["fts_cap"] == 1000
     assert theirs.vectors_exact and not theirs.walk_vectors
@@ -137,8 +138,9 @@ def test_a_walking_vector_list_reads_the_index_whatever_the_planner_guesses(
     """The walk is chosen by the scope's own count; the prepared statement's generic plan guesses a project's rows
     from the table's average and, in a small table, preferred sorting every row of the scope. Sorting is priced out
     of a walking statement, so the index gives the order: PostgreSQL computes a distance only for each row the walk
-    returns (`candidates`), not for each of tenant A's 121, and never for tenant B's."""
-    walking = Fusion(exact_rows=1000, exact_floor=50, walk_share=0.99, candidates=40, walk_cost=2.0)
+    returns (`candidates`), not for each of tenant A's 121, and never for tenant B's. (The prefilter, which would keep
+    the scope exact, is off, as for a scope without one.)"""
+    walking = Fusion(exact_rows=1000, exact_floor=50, walk_share=0.99, candidates=40, walk_cost=2.0, prefilter_factor=0)
     scope = knowledge_scope(principal=tenant_a.principal)
     exact = hybrid_candidates(table=KNOWLEDGE_TABLE, columns="t.content", scope=scope, query="deploy kubernetes",
                               mode="vector", fusion=replace(walking, walk_cost=0.0))
