@@ -251,6 +251,7 @@ BRAIN_RETRIEVAL = {
     "neighbour_lexemes": env_override("BRAIN_RETRIEVAL_NEIGHBOUR_LEXEMES", int),
     "exact_rows": env_override("BRAIN_RETRIEVAL_EXACT_ROWS", int),
     "walk_cost": env_override("BRAIN_RETRIEVAL_WALK_COST", float),
+    "prefilter_factor": env_override("BRAIN_RETRIEVAL_PREFILTER_FACTOR", int),
     "standard_weight": env_override("BRAIN_RETRIEVAL_STANDARD_WEIGHT", float),
     "share_floor": env_override("BRAIN_RETRIEVAL_SHARE_FLOOR", float),
     "max_distance": env_override("BRAIN_RETRIEVAL_MAX_DISTANCE", float),

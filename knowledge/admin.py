@@ -17,7 +17,7 @@ from knowledge.services.proposals import proposal_approve
 from projects.models import User
 from projects.scope import Principal
 
-HIDDEN = ("embedding", "search_vector")
+HIDDEN = ("embedding", "embedding_bits", "search_vector")
 
 
 def _staff(request: HttpRequest) -> User:

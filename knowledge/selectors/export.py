@@ -14,7 +14,7 @@ from projects.models import Project, User
 from projects.scope import Principal
 from projects.selectors.accounts import project_of_user_named, projects_visible
 
-HEAVY = ("embedding", "search_vector")  # derived data, rebuilt on import
+HEAVY = ("embedding", "embedding_bits", "search_vector")  # derived data, rebuilt on import
 CHUNK = 500
 
 
