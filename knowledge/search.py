@@ -165,9 +165,9 @@ class Fusion:
     # distance of their vectors' signs, read from the index alone, and computes the true distance of this many times
     # `candidates` rows only (0: every row's). Such a scope never walks the HNSW index. A project of 5,000 rows among
     # 105,000, 150 searches (docs/benchmarks.md, issue 17, thirty-ninth pass): the same five hits as every row's
-    # distance gives for 148 hybrid and 150 vector searches at 8 (146 and 150 at 4, 96 and 94 for the walk), the
-    # hybrid search 18.9 ms p50 against 28.7 exact and 23.4 walked.
-    prefilter_factor: int = 8
+    # distance gives for 146 hybrid and 150 vector searches at 4 (148 and 150 at 8; 96 and 94 for the walk), and an
+    # open in 17.3-17.8 ms p50 at 4, 18.2 at 8, 24.5 walked.
+    prefilter_factor: int = 4
     # Per-query list shares from score shape (`_weights_cte`). Session search turns it on; knowledge search
     # keeps fixed shares because its injection floor is calibrated on them (docs/benchmarks.md, issue 16).
     adaptive: bool = False
