@@ -1,8 +1,8 @@
 """Each knowledge row's vector signs (`embedding_bits`, written by PostgreSQL from the vector) and the index an exact
 vector list reads its candidates from (`knowledge_vector_scope`: the rows that may be retrieved, by project, with the
 columns that list reads). A project of 5,000 rows among 105,000 had its vector list read every row and its vector
-(10 ms) or walk the HNSW index (8-10 ms, with 96 of 150 searches ranking another five than the exact list); the
-index's candidates take 3-4 ms (docs/benchmarks.md, issue 17, thirty-ninth pass).
+or walk the HNSW index (a fusion statement of 8-10 ms, and 96 of 150 searches ranking other hits than the exact
+list); with the index's candidates it takes 4.3-5.8 ms (docs/benchmarks.md, issue 17, thirty-ninth pass).
 
 Adding a stored generated column rewrites the table once: about 30 s for 100,000 rows on two cores.
 """
