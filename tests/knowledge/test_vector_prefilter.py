@@ -4,6 +4,7 @@ rows are ever among the candidates. Work is counted by PostgreSQL (`track_functi
 
 from __future__ import annotations
 
+import importlib
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -135,3 +136,10 @@ def test_the_bits_follow_the_vector(tenant_a: Tenant, tenant_b: Tenant) -> None:
     assert bits(item.id) == (None, None)
     theirs, computed = bits(other.id)
     assert theirs is not None and theirs == computed  # tenant B's row untouched
+
+
+def test_the_migration_names_the_pgvector_it_needs() -> None:
+    refusal = importlib.import_module("knowledge.migrations.0019_vector_scope").pgvector_refusal
+    assert refusal("0.8.1") == refusal("0.7.0") == refusal("1.0") == ""
+    assert "needs pgvector 0.7 or newer" in refusal("0.6.2") and "ALTER EXTENSION vector UPDATE" in refusal("0.5.1")
+    assert refusal("devel") == ""  # a version that does not parse is left to PostgreSQL
