@@ -21,14 +21,13 @@ def vec_cte(table: str, scope: Scope, *, exact: bool, prefilter: int = 0) -> str
     graph walk meets mostly other projects' rows, and even with iterative scans it returned a third fewer
     of the true nearest turns than exact search on short dialogue turns (docs/benchmarks.md).
 
-    `prefilter` (exact lists of a scope with `Scope.prefilter` only): the true distance is computed for this many rows,
-    the scope's nearest by their vectors' signs (`prefiltered`), instead of for every row of the scope."""
+    `prefilter` (`prefilter_rows` of an exact list, else 0): the true distance is computed for this many rows, the
+    scope's nearest by their vectors' signs (`prefiltered`), instead of for every row of the scope."""
     # Ordered by the selected distance itself, so each row's distance is computed (and its vector read from the
     # TOAST table) once: an ORDER BY of its own expression computed it twice, a third of an exact list's time.
     distance = "(t.embedding <=> %(qvec)s::vector) + 0" if exact else "t.embedding <=> %(qvec)s::vector"
     penalty = long_row_penalty("%(lenb)s", "len", "%(longlex)s")
-    prefiltering = exact and prefilter > 0 and bool(scope.prefilter)
-    picked = f" AND t.id IN ({prefiltered(table, scope, prefilter)})" if prefiltering else ""
+    picked = f" AND t.id IN ({prefiltered(table, scope, prefilter)})" if prefilter > 0 else ""
     return f"""
         SELECT id, row_number() OVER (ORDER BY (1 - dist) / {penalty} DESC, id) AS rnk, dist
         FROM (SELECT t.id, {distance} AS dist, greatest(length(t.search_vector), 1) AS len

@@ -9,6 +9,8 @@ pgvector's `binary_quantize` (0.7 and later); an older extension stops the migra
 changes.
 """
 
+from typing import Any
+
 import django.db.models.functions.comparison
 import pgvector.django.bit
 from django.conf import settings
@@ -29,8 +31,8 @@ def pgvector_refusal(version: str) -> str:
             "newer pgvector on the server, run ALTER EXTENSION vector UPDATE, then migrate again.")
 
 
-def _check_pgvector(apps: object, schema_editor: object) -> None:
-    with schema_editor.connection.cursor() as cursor:  # type: ignore[attr-defined]
+def _check_pgvector(apps: Any, schema_editor: Any) -> None:
+    with schema_editor.connection.cursor() as cursor:
         cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         row = cursor.fetchone()
     refusal = pgvector_refusal(row[0]) if row else ""
