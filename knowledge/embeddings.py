@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from brain.thread_pools import process_pool
+
 DIMENSIONS = 384
 ASSETS = Path(__file__).resolve().parent / "assets"
 # Rows embedded by the wheel's float32 products ("all-MiniLM-L6-v2-int8") are stale under this name: the backfill
@@ -378,20 +380,13 @@ def embed_query(text: str) -> tuple[list[float], str]:
 # Threads that embed queries while the request's own thread queries PostgreSQL (`embed_query_soon`): as many as
 # a web worker serves requests at once (gunicorn's 8 threads), so a query never queues behind another's.
 QUERY_THREADS = 8
-_query_pool: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def embed_query_soon(text: str, literal: Callable[[list[float]], str]) -> Future[tuple[str, str]]:
     """`embed_query(text)` started on a pool thread (ONNX Runtime and HTTP release the GIL), its vector written there
     as `literal(vector)`, the SQL text a statement takes, with its model: the request's thread is meanwhile waiting for
-    PostgreSQL, and formatting 384 numbers took it 0.15-0.2 ms of an open. The pool is made per process: a pool
-    inherited through fork has no threads behind it."""
-    global _query_pool
-    with _lock:
-        if _query_pool is None or _query_pool[0] != os.getpid():
-            _query_pool = (os.getpid(), ThreadPoolExecutor(QUERY_THREADS, thread_name_prefix="query-embed"))
-        pool = _query_pool[1]
-    return pool.submit(_embedded_literal, text, literal)
+    PostgreSQL, and formatting 384 numbers took it 0.15-0.2 ms of an open."""
+    return process_pool("query-embed", QUERY_THREADS).submit(_embedded_literal, text, literal)
 
 
 def _embedded_literal(text: str, literal: Callable[[list[float]], str]) -> tuple[str, str]:

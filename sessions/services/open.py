@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
 
-from django.db import connection
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils import timezone
 
 from brain.logs import log_op
 from brain.sql_rows import execute_prepared, failure_contained, instances, prepared_rows, select_list
 from brain.text import text_storable
+from brain.thread_pools import process_pool
 from knowledge.embeddings import memoised
 from knowledge.injection import Injectable, Injection, build_injection
 from knowledge.models import REVIEW_HELD, KnowledgeItem, KnowledgeType
@@ -27,11 +29,31 @@ from projects.scope import Principal
 from projects.services.resolve import project_resolve
 from sessions.models import CLIENT_TYPE_MAX, ApplicationRole, Session, SessionKnowledgeApplication
 from sessions.services.event_vectors import event_vectors_deferred
-from sessions.services.events import session_draft, session_insert
+from sessions.services.events import SessionDraft, session_draft, session_insert
 
 logger = logging.getLogger(__name__)
 INJECT_TOP = 5
 ACTION_ITEMS_MAX = 10
+# Threads that store opened sessions beside their searches (`_stored_beside`), each with its database connection:
+# a web process holds up to this many more connections. A store takes under a millisecond of a search's five or
+# more, so four keep up with a process's eight request threads.
+STORE_THREADS = 4
+
+
+def _stored_after(principal: Principal, project: Project, client_type: str, prompt: str, framework: str,
+                  relevant: Injection | None) -> tuple[Session, Injection | None]:
+    """The session, its prompt event and the record of what was injected in one statement, then the action items."""
+    # The prompt event is stored without its vector and the batcher stores it after the commit, from the memo the
+    # search filled: inserting a vector means inserting into the events' HNSW graph, 1-4 ms of the open that
+    # nobody needs to wait for. Inline (BRAIN_EVENT_VECTORS=inline) it goes in with the row when memoised.
+    defer = event_vectors_deferred() or not memoised(prompt)
+    draft = session_draft(user=principal.user, project=project, client_type=client_type[:CLIENT_TYPE_MAX],
+                          prompt=prompt, framework=framework[:STACK_NAME_MAX], defer_vectors=defer)
+    injected = [SessionKnowledgeApplication(session=draft.session, knowledge_id=kid, role=ApplicationRole.INJECTED)
+                for kid in _injected(relevant)]
+    session = session_insert(draft, with_rows=injected)  # one statement (knowledge rows are never deleted outright)
+    return session, _soft("start.action_items_failed", lambda: _action_items_injection(session, principal.user.email),
+                          {"session": str(session.id)[:8]})
 
 
 @dataclass(frozen=True)
@@ -152,19 +174,50 @@ def _soft(op: str, build: object, context: dict[str, Any]) -> Injection | None:
         return None
 
 
+def _stored(draft: SessionDraft, email: str) -> tuple[Session, Injection | None]:
+    """The session and its prompt event, committed, then the owner's open action items: on a pool thread's own
+    connection (`session_open`), checked first as a request's is (its age, a health check off the open's path)."""
+    close_old_connections()
+    try:
+        session = session_insert(draft)
+    except DatabaseError:
+        connection.close()  # this thread's own connection: a broken one is not kept for the next open
+        raise
+    return session, _soft("start.action_items_failed", lambda: _action_items_injection(session, email),
+                          {"session": str(session.id)[:8]})
+
+
+def _stored_beside(prompt: str) -> bool:
+    """Whether an open stores its session on a pool thread while it searches (`session_open`): with a prompt to
+    search for, the prompt's vector left to the batcher, outside any transaction (another connection would not
+    see the caller's writes, nor the caller its own), and not switched off (`BRAIN_OPEN_STORE_BESIDE`)."""
+    return (bool(prompt.strip()) and settings.BRAIN_OPEN_STORE_BESIDE and event_vectors_deferred()
+            and not connection.in_atomic_block)
+
+
+def _injected(relevant: Injection | None) -> list[str]:
+    return list(dict.fromkeys(relevant.ids if relevant is not None else ()))
+
+
 def session_open(
     *, principal: Principal, client_type: str = "", prompt: str = "", framework: str = "", language: str = "",
     project_id: str | None = None, project_name: str | None = None,
 ) -> SessionOpened:
     """Opens a session in the resolved project; with a prompt, injects the best knowledge in the same call.
 
-    The search runs first (a read, which embeds the prompt); the session row, its prompt event and the record of
-    what was injected are then one INSERT statement: one round trip and one flush to disk. The prompt's vector
-    follows from the batcher, which takes the one the search computed."""
+    With a prompt, a pool thread stores the session and its prompt event on its own connection, and reads the
+    open action items, while this thread searches (`_stored_beside`); the record of what was injected follows in
+    one INSERT. Otherwise, or inside a transaction, the search runs first and the session, its prompt event and the
+    record are one INSERT statement: one round trip and one flush to disk. The prompt's vector follows from the
+    batcher, which takes the one the search computed."""
     text_storable(clientType=client_type, prompt=prompt, framework=framework, language=language,
                   projectId=project_id, projectName=project_name)
     resolved = project_resolve(principal=principal, project_id=project_id, project_name=project_name,
                                framework=framework or None, language=language or None)
+    beside = _stored_beside(prompt)
+    draft = session_draft(user=principal.user, project=resolved.project, client_type=client_type[:CLIENT_TYPE_MAX],
+                          prompt=prompt, framework=framework[:STACK_NAME_MAX], defer_vectors=True) if beside else None
+    storing = process_pool("open-store", STORE_THREADS).submit(_stored, draft, principal.user.email) if draft else None
     relevant, notice = None, ""
     if prompt.strip():
         relevant = _soft("start.inject_failed", lambda: knowledge_inject(
@@ -173,17 +226,11 @@ def session_open(
         notice = (relevant.notice or (NO_MATCH if not relevant.ids else "")) if relevant is not None else ""
         if relevant is not None and not relevant.ids:
             relevant = None
-    # The prompt event is stored without its vector and the batcher stores it after the commit, from the memo the
-    # search filled: inserting a vector means inserting into the events' HNSW graph, 1-4 ms of the open that
-    # nobody needs to wait for. Inline (BRAIN_EVENT_VECTORS=inline) it goes in with the row when memoised.
-    defer = event_vectors_deferred() or not memoised(prompt)
-    draft = session_draft(user=principal.user, project=resolved.project, client_type=client_type[:CLIENT_TYPE_MAX],
-                          prompt=prompt, framework=framework[:STACK_NAME_MAX], defer_vectors=defer)
-    injected = [SessionKnowledgeApplication(session=draft.session, knowledge_id=kid, role=ApplicationRole.INJECTED)
-                for kid in dict.fromkeys(relevant.ids if relevant is not None else ())]
-    session = session_insert(draft, with_rows=injected)  # one statement (knowledge rows are never deleted outright)
-    items = _soft("start.action_items_failed", lambda: _action_items_injection(session, principal.user.email),
-                  {"session": str(session.id)[:8]})
+    if storing is not None:
+        session, items = storing.result()
+        applications_record(session=session, knowledge_ids=_injected(relevant), role=ApplicationRole.INJECTED)
+    else:
+        session, items = _stored_after(principal, resolved.project, client_type, prompt, framework, relevant)
     log_op(logger, "session.open", session=str(session.id)[:8], source=resolved.source,
            injected=len(relevant.ids) if relevant else 0,
            actionItems=len(items.ids) if items else 0, floored=bool(notice))

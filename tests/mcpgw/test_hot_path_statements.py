@@ -114,19 +114,18 @@ def test_start_session_with_a_prompt_and_its_close_at_their_counts(taught: tuple
     started, opened = _call(mcp, session, "brain_start_session", {"clientType": "t", "prompt": PROMPT})
     injected = (started.get("relevantKnowledge") or {}).get("knowledgeIds", [])
     assert injected, started  # the counts below are those of an open that injects
-    # auth+count with the first visible project (the one the open lands in), search (the scope's size with the
-    # query's lexemes, the full-text list, the fusion; no transaction of its own; the project resolved above is not
-    # read again), then one INSERT statement for the session, its prompt event and the injected rows (one flush),
-    # action items (a statement prepared per connection): 6 (19 before issue 17's second pass; three commits that
-    # wait for the disk until its fourth; a BEGIN, three INSERTs and a COMMIT until its eighth; the search's BEGIN and
-    # COMMIT until its fourteenth; the project read apart until its thirty-sixth).
-    assert len(opened) == 6, [s[:80] for s in opened]
+    # On the request's connection: auth+count with the first visible project (the one the open lands in), search
+    # (the scope's size with the query's lexemes, the full-text list, the fusion; no transaction of its own; the
+    # project resolved above is not read again), then the record of what was injected (one INSERT prepared per
+    # connection): 5. The session and its prompt event are stored, and the action items read, by a store thread on
+    # its own connection while the search runs (19 before issue 17's second pass; three commits that wait for the
+    # disk until its fourth; a BEGIN, three INSERTs and a COMMIT until its eighth; the search's BEGIN and COMMIT until
+    # its fourteenth; the project read apart until its thirty-sixth; the session stored after the search, in one
+    # statement with the injected rows, until its fortieth).
+    assert len(opened) == 5, [s[:80] for s in opened]
     assert "brain_tool_call_first" in opened[0]
-    assert "fused" in opened[-3] and [s.split()[0] for s in opened[-2:]] == ["WITH", "EXECUTE"]
-    assert "brain_action_items_open" in opened[-1]
-    write = opened[-2]
-    assert all(f'INSERT INTO "{table}"' in write for table in (
-        "agent_sessions_session", "agent_sessions_sessionevent", "agent_sessions_sessionknowledgeapplication"))
+    assert "fused" in opened[-2] and opened[-1].startswith("EXECUTE brain_applications_record(")
+    assert not any('INSERT INTO "agent_sessions_session"' in statement for statement in opened)
     stored = Session.objects.get(pk=started["sessionId"])
     assert (stored.user_id, stored.project_id, stored.prompt) == (tenant_a.user.pk, tenant_a.project.pk, PROMPT)
     prompt_event = SessionEvent.objects.get(session=stored, event_type="prompt")

@@ -1,9 +1,9 @@
-"""A session opens in one transaction that never waits for the model: when the search could not embed the prompt
-(the embedder failed), the prompt event commits without a vector and gets it from the batcher after the commit.
+"""A session open never waits for the model in a transaction: when the search could not embed the prompt (the
+embedder failed), the prompt event commits without a vector and gets it from the batcher after the commit.
 
 The embedder is a local HTTP server speaking OpenAI's /v1/embeddings that fails its first request; on every
-request it looks, from its own database connection, for the session being opened. A model call made inside the
-open's transaction would not see it (not committed yet)."""
+request it looks, from its own database connection, for the session being opened. A model call made inside a
+transaction that stores it would not see it (not committed yet)."""
 
 from __future__ import annotations
 
@@ -74,6 +74,7 @@ def test_an_open_whose_search_could_not_embed_commits_first_and_embeds_after(
     assert EVENT_BATCHER.flush(timeout=60)
     event = SessionEvent.objects.get(session_id=sid, event_type="prompt")
     assert event.embedding is not None and event.embedding_model == "openai:flaky-embedder"  # from the batcher
-    # The search's call failed before the session existed; every later call saw it committed.
-    assert flaky_embedder.sessions_seen[0] == 0 and flaky_embedder.sessions_seen[1:] == [1]
+    # The search's call failed (the session is stored beside it, so it may or may not see it yet); the batcher's
+    # call came after the commit and saw it.
+    assert flaky_embedder.sessions_seen[0] in (0, 1) and flaky_embedder.sessions_seen[1:] == [1]
     assert not Session.objects.filter(user=tenant_b.user).exists()
