@@ -40,22 +40,6 @@ ACTION_ITEMS_MAX = 10
 STORE_THREADS = 4
 
 
-def _stored_after(principal: Principal, project: Project, client_type: str, prompt: str, framework: str,
-                  relevant: Injection | None) -> tuple[Session, Injection | None]:
-    """The session, its prompt event and the record of what was injected in one statement, then the action items."""
-    # The prompt event is stored without its vector and the batcher stores it after the commit, from the memo the
-    # search filled: inserting a vector means inserting into the events' HNSW graph, 1-4 ms of the open that
-    # nobody needs to wait for. Inline (BRAIN_EVENT_VECTORS=inline) it goes in with the row when memoised.
-    defer = event_vectors_deferred() or not memoised(prompt)
-    draft = session_draft(user=principal.user, project=project, client_type=client_type[:CLIENT_TYPE_MAX],
-                          prompt=prompt, framework=framework[:STACK_NAME_MAX], defer_vectors=defer)
-    injected = [SessionKnowledgeApplication(session=draft.session, knowledge_id=kid, role=ApplicationRole.INJECTED)
-                for kid in _injected(relevant)]
-    session = session_insert(draft, with_rows=injected)  # one statement (knowledge rows are never deleted outright)
-    return session, _soft("start.action_items_failed", lambda: _action_items_injection(session, principal.user.email),
-                          {"session": str(session.id)[:8]})
-
-
 @dataclass(frozen=True)
 class SessionOpened:
     session: Session
@@ -174,17 +158,42 @@ def _soft(op: str, build: object, context: dict[str, Any]) -> Injection | None:
         return None
 
 
-def _stored(draft: SessionDraft, email: str) -> tuple[Session, Injection | None]:
-    """The session and its prompt event, committed, then the owner's open action items: on a pool thread's own
-    connection (`session_open`), checked first as a request's is (its age, a health check off the open's path)."""
+def _draft(principal: Principal, project: Project, client_type: str, prompt: str, framework: str, *,
+           defer_vectors: bool) -> SessionDraft:
+    return session_draft(user=principal.user, project=project, client_type=client_type[:CLIENT_TYPE_MAX],
+                         prompt=prompt, framework=framework[:STACK_NAME_MAX], defer_vectors=defer_vectors)
+
+
+def _stored(draft: SessionDraft, email: str, with_rows: Sequence[SessionKnowledgeApplication] = ()
+            ) -> tuple[Session, Injection | None]:
+    """The session, its prompt event and `with_rows` in one statement, then the owner's open action items."""
+    session = session_insert(draft, with_rows=with_rows)  # knowledge rows are never deleted outright
+    return session, _soft("start.action_items_failed", lambda: _action_items_injection(session, email),
+                          {"session": str(session.id)[:8]})
+
+
+def _stored_by_thread(draft: SessionDraft, email: str) -> tuple[Session, Injection | None]:
+    """`_stored` on a store thread's own connection, checked first as a request's is (its age; a health check, off
+    the open's path)."""
     close_old_connections()
     try:
-        session = session_insert(draft)
+        return _stored(draft, email)
     except DatabaseError:
         connection.close()  # this thread's own connection: a broken one is not kept for the next open
         raise
-    return session, _soft("start.action_items_failed", lambda: _action_items_injection(session, email),
-                          {"session": str(session.id)[:8]})
+
+
+def _stored_after(principal: Principal, project: Project, client_type: str, prompt: str, framework: str,
+                  relevant: Injection | None) -> tuple[Session, Injection | None]:
+    """`_stored` after the search, with the record of what was injected in the same statement."""
+    # The prompt event is stored without its vector and the batcher stores it after the commit, from the memo the
+    # search filled: inserting a vector means inserting into the events' HNSW graph, 1-4 ms of the open that
+    # nobody needs to wait for. Inline (BRAIN_EVENT_VECTORS=inline) it goes in with the row when memoised.
+    defer = event_vectors_deferred() or not memoised(prompt)
+    draft = _draft(principal, project, client_type, prompt, framework, defer_vectors=defer)
+    injected = [SessionKnowledgeApplication(session=draft.session, knowledge_id=kid, role=ApplicationRole.INJECTED)
+                for kid in _injected(relevant)]
+    return _stored(draft, principal.user.email, injected)
 
 
 def _stored_beside(prompt: str) -> bool:
@@ -214,10 +223,9 @@ def session_open(
                   projectId=project_id, projectName=project_name)
     resolved = project_resolve(principal=principal, project_id=project_id, project_name=project_name,
                                framework=framework or None, language=language or None)
-    beside = _stored_beside(prompt)
-    draft = session_draft(user=principal.user, project=resolved.project, client_type=client_type[:CLIENT_TYPE_MAX],
-                          prompt=prompt, framework=framework[:STACK_NAME_MAX], defer_vectors=True) if beside else None
-    storing = process_pool("open-store", STORE_THREADS).submit(_stored, draft, principal.user.email) if draft else None
+    storing = process_pool("open-store", STORE_THREADS).submit(
+        _stored_by_thread, _draft(principal, resolved.project, client_type, prompt, framework, defer_vectors=True),
+        principal.user.email) if _stored_beside(prompt) else None
     relevant, notice = None, ""
     if prompt.strip():
         relevant = _soft("start.inject_failed", lambda: knowledge_inject(
