@@ -214,7 +214,7 @@ BRAIN_EMBEDDINGS_API_KEY = env_override("BRAIN_EMBEDDINGS_API_KEY", str)
 BRAIN_EMBEDDINGS_MODEL = env_override("BRAIN_EMBEDDINGS_MODEL", str)
 BRAIN_EVENT_VECTORS = env.str("BRAIN_EVENT_VECTORS", default="batched")  # batched (off the request path) | inline
 BRAIN_KNOWLEDGE_VECTORS = env.str("BRAIN_KNOWLEDGE_VECTORS", default="batched")  # batched | inline
-# A session opened with a prompt is stored by a query thread on its own connection while the search runs
+# A session opened with a prompt is stored by a store thread on its own connection while the search runs
 # (sessions/services/open.py); off: after the search, in one statement with what was injected.
 BRAIN_OPEN_STORE_BESIDE = env.bool("BRAIN_OPEN_STORE_BESIDE", default=True)
 BRAIN_EMBEDDINGS_DIMENSIONS = env_override("BRAIN_EMBEDDINGS_DIMENSIONS", int)
