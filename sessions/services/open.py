@@ -173,14 +173,17 @@ def _stored(draft: SessionDraft, email: str, with_rows: Sequence[SessionKnowledg
 
 
 def _stored_by_thread(draft: SessionDraft, email: str) -> tuple[Session, Injection | None]:
-    """`_stored` on a store thread's own connection, checked first as a request's is (its age; a health check, off
-    the open's path)."""
+    """`_stored` on a store thread's own connection, handled as a request's is: checked before (its age; a health
+    check, off the open's path) and let go after once older than `BRAIN_DB_CONN_MAX_AGE` (0, behind a pooler: after
+    every store), so an idle process holds no more connections than its requests' settings allow."""
     close_old_connections()
     try:
         return _stored(draft, email)
     except DatabaseError:
         connection.close()  # this thread's own connection: a broken one is not kept for the next open
         raise
+    finally:
+        close_old_connections()
 
 
 def _stored_after(principal: Principal, project: Project, client_type: str, prompt: str, framework: str,

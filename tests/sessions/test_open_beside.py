@@ -8,17 +8,19 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.test import override_settings
 
 import sessions.services.open as open_module
 from brain.pg_backend.base import HEALTH_CHECK_EVERY_S
+from brain.thread_pools import process_pool
 from knowledge.services.teach import knowledge_teach
 from sessions.models import ApplicationRole, Session, SessionEvent, SessionKnowledgeApplication
-from sessions.services.open import session_open
+from sessions.services.open import STORE_THREADS, session_open
 from tests.conftest import Tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -108,3 +110,39 @@ def test_a_thread_connection_the_server_dropped_is_replaced(tenant_a: Tenant, in
     opened = [session_open(principal=tenant_a.principal, prompt=PROMPT) for _ in range(3)]
     assert all(name.startswith("open-store") for name in insert_threads)
     assert Session.objects.filter(id__in=[o.session.id for o in opened]).count() == 3
+
+
+def test_store_threads_let_their_connections_go_at_max_age_zero(tenant_a: Tenant) -> None:
+    _teach(tenant_a)
+    with connection.cursor() as cursor:  # the store threads' connections, opened under the default age, are dropped
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    time.sleep(HEALTH_CHECK_EVERY_S + 0.1)
+    with _max_age(0):  # behind a pooler (docs/deploy.md): every connection is let go once its work is done
+        opened = [session_open(principal=tenant_a.principal, prompt=PROMPT) for _ in range(3)]
+    assert Session.objects.filter(id__in=[o.session.id for o in opened]).count() == 3
+    assert _store_threads_connected() == [False] * STORE_THREADS
+
+
+@contextmanager
+def _max_age(seconds: int) -> Iterator[None]:
+    """Connections opened inside take this CONN_MAX_AGE (each thread's connection reads the handler's settings)."""
+    before = connections.settings[DEFAULT_DB_ALIAS]["CONN_MAX_AGE"]
+    connections.settings[DEFAULT_DB_ALIAS]["CONN_MAX_AGE"] = seconds
+    try:
+        yield
+    finally:
+        connections.settings[DEFAULT_DB_ALIAS]["CONN_MAX_AGE"] = before
+
+
+def _store_threads_connected() -> list[bool]:
+    """Whether each store thread holds an open connection, asked on every one of them at once (a barrier keeps each
+    question on its own thread)."""
+    barrier = threading.Barrier(STORE_THREADS)
+
+    def connected() -> bool:
+        barrier.wait(timeout=30)
+        return connections[DEFAULT_DB_ALIAS].connection is not None
+
+    pool = process_pool("open-store", STORE_THREADS)
+    return [future.result(timeout=60) for future in [pool.submit(connected) for _ in range(STORE_THREADS)]]
