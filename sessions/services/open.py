@@ -200,7 +200,7 @@ def _stored_after(principal: Principal, project: Project, client_type: str, prom
 
 
 def _stored_beside(prompt: str) -> bool:
-    """Whether an open stores its session on a pool thread while it searches (`session_open`): with a prompt to
+    """Whether an open stores its session on a store thread while it searches (`session_open`): with a prompt to
     search for, the prompt's vector left to the batcher, outside any transaction (another connection would not
     see the caller's writes, nor the caller its own), and not switched off (`BRAIN_OPEN_STORE_BESIDE`)."""
     return (bool(prompt.strip()) and settings.BRAIN_OPEN_STORE_BESIDE and event_vectors_deferred()
@@ -217,7 +217,7 @@ def session_open(
 ) -> SessionOpened:
     """Opens a session in the resolved project; with a prompt, injects the best knowledge in the same call.
 
-    With a prompt, a pool thread stores the session and its prompt event on its own connection, and reads the
+    With a prompt, a store thread stores the session and its prompt event on its own connection, and reads the
     open action items, while this thread searches (`_stored_beside`); the record of what was injected follows in
     one INSERT. Otherwise, or inside a transaction, the search runs first and the session, its prompt event and the
     record are one INSERT statement: one round trip and one flush to disk. The prompt's vector follows from the
