@@ -181,18 +181,82 @@ async def measure_events(base: str, token: str, *, clients: int, events: int, ra
             "firstError": errors[0] if errors else None, "vectorsCaughtUpS": caught_up, "vectorWaitMaxS": longest}
 
 
-def events_series(base: str, token: str, *, clients: list[int], events: int, quiet: bool, rate: float = 0.0,
-                  pending: Pending | None = None) -> list[dict[str, Any]]:
+def events_series(base: str, token: str, *, clients: list[int], events: int, quiet: bool,
+                  rates: list[float] | None = None, pending: Pending | None = None) -> list[dict[str, Any]]:
+    """A series of `events` at each client count and, within it, at each of `rates` (events a second, 0: back to
+    back), paced rates from the lowest and back to back last, each after one warm-up of the client count."""
     rows = []
     for count in clients:
         asyncio.run(measure_events(base, token, clients=count, events=max(50, count * 10), pending=pending))  # warm-up
-        row = asyncio.run(measure_events(base, token, clients=count, events=events, rate=rate, pending=pending))
-        rows.append(row)
-        if not quiet:
-            print(f"  {count:>3} client(s): events={row['events']}  p50={row['p50']:.2f} ms  p95={row['p95']:.2f} ms"
-                  f"  {row['rate']:.0f} events/s  acknowledged {row['acknowledged']}, stored {row['stored']}"
-                  f"{_lag_text(row)}", flush=True)
+        for rate in sorted(rates or [0.0], key=lambda rate: (rate == 0, rate)):
+            row = asyncio.run(measure_events(base, token, clients=count, events=events, rate=rate, pending=pending))
+            rows.append(row)
+            if not quiet:
+                print(f"  {count:>3} client(s){_rate_label(rate, rates)}: events={row['events']}  "
+                      f"p50={row['p50']:.2f} ms  p95={row['p95']:.2f} ms  {row['rate']:.0f} events/s  "
+                      f"acknowledged {row['acknowledged']}, stored {row['stored']}{_lag_text(row)}", flush=True)
     return rows
+
+
+def paced_text(rates: list[float]) -> str:
+    """How a series header names its pace: nothing for back to back alone."""
+    paced = [f"{rate:g}" for rate in rates if rate]
+    if not paced:
+        return ""
+    back_to_back = ", then back to back" if 0 in rates else ""
+    return f", paced to {', '.join(paced)}/s{' in turn' if len(rates) > 1 else ''}{back_to_back}"
+
+
+def _rate_label(rate: float, rates: list[float] | None) -> str:
+    if not rates or len(rates) < 2:
+        return ""
+    return f" at {rate:g}/s" if rate else " back to back"
+
+
+# "Searchable within a second" (issue 17): the longest any event waited for its vector.
+VECTOR_WAIT_TARGET_S = 1.0
+
+
+def within_a_second(rows: list[dict[str, Any]], *, quiet: bool) -> list[dict[str, Any]]:
+    """Per client count of a series at several rates: the highest asked rate up to which every event had its vector
+    within VECTOR_WAIT_TARGET_S (`upTo`, None: not at the lowest; 0 stands for back to back), the rate reached there,
+    and the first rate at which some event waited longer, with that wait."""
+    verdicts = []
+    for count in dict.fromkeys(row["clients"] for row in rows):
+        kept: dict[str, Any] | None = None
+        missed: dict[str, Any] | None = None
+        for row in (row for row in rows if row["clients"] == count):
+            if row["vectorWaitMaxS"] is not None and row["vectorWaitMaxS"] <= VECTOR_WAIT_TARGET_S:
+                kept = row
+            else:
+                missed = row
+                break
+        verdict = {"clients": count, "upTo": _asked(kept), "reached": kept["rate"] if kept else None,
+                   "firstMiss": _asked(missed), "firstMissWaitS": missed["vectorWaitMaxS"] if missed else None}
+        verdicts.append(verdict)
+        if not quiet:
+            print(_verdict_text(verdict), flush=True)
+    return verdicts
+
+
+def _asked(row: dict[str, Any] | None) -> float | None:
+    return None if row is None else row["targetRate"] or 0.0
+
+
+def _pace(rate: float) -> str:
+    return f"at {rate:g}/s" if rate else "back to back"
+
+
+def _verdict_text(verdict: dict[str, Any]) -> str:
+    head = f"  {verdict['clients']:>3} client(s): "
+    if verdict["upTo"] is None:
+        kept = "no rate kept every vector within a second"
+    else:
+        ceiling = f"up to {verdict['upTo']:g}/s" if verdict["upTo"] else "even back to back"
+        kept = f"every vector within a second {ceiling} ({verdict['reached']:.0f} events/s reached)"
+    if verdict["firstMiss"] is None:
+        return head + kept
+    return head + f"{kept}; {_pace(verdict['firstMiss'])} the longest wait was {verdict['firstMissWaitS']} s"
 
 
 def _lag_text(row: dict[str, Any]) -> str:

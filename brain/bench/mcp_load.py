@@ -50,9 +50,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", type=int, default=0,
                         help="also measure brain_log_event: this many events per client count, each client "
                              "writing to its own session; every acknowledged event is checked stored")
-    parser.add_argument("--rate", type=float, default=0.0,
+    parser.add_argument("--rate", type=_rates, default=[0.0],
                         help="with --events: pace the writes to this many events a second across the clients "
-                             "(default: back to back)")
+                             "(default: back to back); several, e.g. 200,300,400: a series at each, then the "
+                             "highest at which every event had its vector within a second")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -61,6 +62,13 @@ def _counts(text: str) -> list[int]:
     if not counts or min(counts) < 1:
         raise argparse.ArgumentTypeError("client counts are positive integers, e.g. 1,8")
     return counts
+
+
+def _rates(text: str) -> list[float]:
+    try:
+        return sorted({float(part) for part in text.split(",") if part.strip()}) or [0.0]
+    except ValueError:
+        raise argparse.ArgumentTypeError("rates are events a second, e.g. 300 or 200,300,400") from None
 
 
 def _brain(*args: str, env: dict[str, str]) -> str:
@@ -309,15 +317,17 @@ def _report(url: str, token: str, args: argparse.Namespace, data_dir: str = "") 
         report["brain"] = _measure_brain(url, token, args, eras)
     # Last: the writes leave the server embedding their vectors for a while, which would slow the reference.
     if args.events:
-        from brain.bench.mcp_events import events_series, vector_watch
+        from brain.bench.mcp_events import events_series, paced_text, vector_watch, within_a_second
 
         if not args.json:
-            paced = f", paced to {args.rate:g}/s" if args.rate else ""
-            print(f"brain, handshake era, brain_log_event ({args.events} events per series{paced}):", flush=True)
+            print(f"brain, handshake era, brain_log_event ({args.events} events per series"
+                  f"{paced_text(args.rate)}):", flush=True)
         pending = vector_watch(data_dir)
         try:
             report["events"] = events_series(url, token, clients=args.clients, events=args.events, quiet=args.json,
-                                             rate=args.rate, pending=pending)
+                                             rates=args.rate, pending=pending)
+            if pending is not None and len(args.rate) > 1:
+                report["vectorsWithinASecond"] = within_a_second(report["events"], quiet=args.json)
         finally:
             if pending is not None:  # its connection would otherwise hold a backend until the process exits
                 pending.close()
@@ -328,7 +338,7 @@ def _report(url: str, token: str, args: argparse.Namespace, data_dir: str = "") 
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.events < 0 or args.calls < 1 or args.rate < 0 or args.blocks < 1:
+    if args.events < 0 or args.calls < 1 or min(args.rate) < 0 or args.blocks < 1:
         print("brain bench mcp: --calls and --blocks must be at least 1, --events and --rate at least 0",
               file=sys.stderr)
         return 2

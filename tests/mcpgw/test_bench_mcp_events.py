@@ -12,7 +12,15 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from brain.bench.mcp_events import VectorsPending, event_text, measure_events, vector_watch
+from brain.bench.mcp_events import (
+    VectorsPending,
+    event_text,
+    events_series,
+    measure_events,
+    paced_text,
+    vector_watch,
+    within_a_second,
+)
 from brain.cli import main
 from sessions.models import SessionEvent
 from tests.conftest import Tenant
@@ -97,3 +105,65 @@ def test_negative_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["bench", "mcp", "--events", "-1"]) == 2
     assert "--events and --rate at least 0" in capsys.readouterr().err
     assert main(["bench", "mcp", "--events", "10", "--rate", "-5"]) == 2
+
+
+def _pending() -> VectorsPending:
+    db = connection.settings_dict
+    return VectorsPending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
+
+
+def test_a_series_at_several_rates_runs_each_pace_from_the_lowest_then_back_to_back(
+        live_server: Any, tenant_a: Tenant, tenant_b: Tenant, capsys: pytest.CaptureFixture[str]) -> None:
+    pending = _pending()
+    rows = events_series(live_server.url, tenant_a.user_raw, clients=[2], events=10, quiet=False,
+                         rates=[0.0, 80.0, 40.0], pending=pending)
+    pending.close()
+    assert [row["targetRate"] for row in rows] == [40.0, 80.0, None]
+    assert all(row["acknowledged"] == row["stored"] == 10 and row["vectorWaitMaxS"] is not None for row in rows)
+    said = capsys.readouterr().out
+    assert "2 client(s) at 40/s: events=10" in said and "2 client(s) back to back: events=10" in said
+    assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+    # One warm-up of 50 events for the client count, then 10 at each of the three paces.
+    assert SessionEvent.objects.filter(user=tenant_a.user, event_type="note").count() == 50 + 3 * 10
+
+
+def _row(clients: int, rate: float, wait: float | None, reached: float = 0.0) -> dict[str, Any]:
+    return {"clients": clients, "targetRate": rate or None, "rate": reached or rate, "vectorWaitMaxS": wait}
+
+
+def test_a_sweep_names_the_highest_rate_that_kept_every_vector_within_a_second(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [_row(8, 200, 0.4), _row(8, 300, 0.98, reached=296.4), _row(8, 400, 1.64), _row(8, 500, 0.9),
+            _row(1, 100, 0.2), _row(1, 0, 0.3, reached=140.0),
+            _row(2, 100, 1.2), _row(2, 200, 0.5)]
+    verdicts = within_a_second(rows, quiet=False)
+    assert verdicts == [
+        # 500/s came in under a second again, but after a miss: the ceiling is the last rate before the first miss.
+        {"clients": 8, "upTo": 300.0, "reached": 296.4, "firstMiss": 400.0, "firstMissWaitS": 1.64},
+        {"clients": 1, "upTo": 0.0, "reached": 140.0, "firstMiss": None, "firstMissWaitS": None},
+        {"clients": 2, "upTo": None, "reached": None, "firstMiss": 100.0, "firstMissWaitS": 1.2},
+    ]
+    said = capsys.readouterr().out.splitlines()
+    assert said == [
+        "    8 client(s): every vector within a second up to 300/s (296 events/s reached); at 400/s the longest "
+        "wait was 1.64 s",
+        "    1 client(s): every vector within a second even back to back (140 events/s reached)",
+        "    2 client(s): no rate kept every vector within a second; at 100/s the longest wait was 1.2 s",
+    ]
+    # A series whose waits were not watched kept nothing.
+    assert within_a_second([_row(8, 100, None)], quiet=True)[0]["upTo"] is None
+
+
+def test_the_series_header_names_its_paces() -> None:
+    assert paced_text([0.0]) == ""
+    assert paced_text([400.0]) == ", paced to 400/s"
+    assert paced_text([200.0, 300.5, 0.0]) == ", paced to 200, 300.5/s in turn, then back to back"
+
+
+def test_rates_that_are_not_numbers_or_below_zero_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "mcp", "--events", "10", "--rate", "200,fast"])
+    assert exited.value.code == 2
+    assert "rates are events a second, e.g. 300 or 200,300,400" in capsys.readouterr().err
+    assert main(["bench", "mcp", "--events", "10", "--rate", "200,-5"]) == 2
+    assert "--events and --rate at least 0" in capsys.readouterr().err
