@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from brain.bench.mcp_events import (
@@ -69,6 +69,29 @@ def test_an_event_waiting_for_its_vector_is_counted_with_its_age(live_server: An
     pending.close()
 
 
+def test_the_bench_probe_indexes_the_backlog_so_a_question_reads_it_alone(live_server: Any, tenant_a: Tenant,
+                                                                           tenant_b: Tenant) -> None:
+    pending = _pending()
+    pending.indexed = True
+    try:
+        asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=1, events=4, pending=pending))
+        SessionEvent.objects.filter(user=tenant_a.user).update(embedding=None)
+        assert pending()[0] == 4
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [VectorsPending.INDEX])
+            (definition,) = cursor.fetchone()
+            assert "(created_at) WHERE ((embedding IS NULL) AND (content <> ''::text))" in definition
+            cursor.execute("SET LOCAL enable_seqscan = off")  # the table is small: is the index usable at all?
+            cursor.execute("EXPLAIN " + VectorsPending.SQL)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert VectorsPending.INDEX in plan
+        assert not SessionEvent.objects.filter(user=tenant_b.user).exists()
+    finally:
+        pending.close()
+        with connection.cursor() as cursor:  # the test database keeps the schema its migrations made
+            cursor.execute(f"DROP INDEX IF EXISTS {VectorsPending.INDEX}")
+
+
 def _backend_gone(pid: int) -> bool:
     """Whether the server's backend `pid` has exited (it does so a moment after its client hangs up)."""
     for _ in range(100):
@@ -96,7 +119,8 @@ def test_no_vector_is_waited_for_when_embeddings_are_off(tmp_path: Any) -> None:
     from django.test import override_settings
 
     assert vector_watch(None) is None  # a brain given by --url
-    assert callable(vector_watch(str(tmp_path)))
+    watch = vector_watch(str(tmp_path))
+    assert watch is not None and watch.indexed and watch.connection is None  # it connects on its first question
     with override_settings(BRAIN_EMBEDDINGS_PROVIDER="none"):
         assert settings.BRAIN_EMBEDDINGS_PROVIDER == "none" and vector_watch(str(tmp_path)) is None
 
