@@ -219,9 +219,7 @@ def paced_text(rates: list[float]) -> str:
 
 
 def _rate_label(rate: float, rates: list[float] | None) -> str:
-    if not rates or len(rates) < 2:
-        return ""
-    return f" at {rate:g}/s" if rate else " back to back"
+    return f" {_pace(rate)}" if rates and len(rates) > 1 else ""
 
 
 # "Searchable within a second" (issue 17): the longest any event waited for its vector.

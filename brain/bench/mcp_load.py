@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import shutil
 import signal
@@ -66,9 +67,12 @@ def _counts(text: str) -> list[int]:
 
 def _rates(text: str) -> list[float]:
     try:
-        return sorted({float(part) for part in text.split(",") if part.strip()}) or [0.0]
+        rates = sorted({float(part) for part in text.split(",") if part.strip()}) or [0.0]
     except ValueError:
-        raise argparse.ArgumentTypeError("rates are events a second, e.g. 300 or 200,300,400") from None
+        rates = [math.nan]
+    if not all(math.isfinite(rate) for rate in rates):
+        raise argparse.ArgumentTypeError("rates are events a second, e.g. 300 or 200,300,400")
+    return rates
 
 
 def _brain(*args: str, env: dict[str, str]) -> str:

@@ -28,6 +28,12 @@ from tests.conftest import Tenant
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def _pending() -> VectorsPending:
+    """The probe on the test database."""
+    db = connection.settings_dict
+    return VectorsPending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
+
+
 def test_every_acknowledged_event_is_found_stored(live_server: Any, tenant_a: Tenant, tenant_b: Tenant) -> None:
     row = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=2, events=20))
     assert (row["events"], row["acknowledged"], row["stored"], row["errors"]) == (20, 20, 20, 0)
@@ -39,8 +45,7 @@ def test_every_acknowledged_event_is_found_stored(live_server: Any, tenant_a: Te
 
 def test_the_bench_times_how_long_until_every_event_has_its_vector(live_server: Any, tenant_a: Tenant,
                                                                    tenant_b: Tenant) -> None:
-    db = connection.settings_dict
-    pending = VectorsPending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
+    pending = _pending()
     row = asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=2, events=20, pending=pending))
     assert row["acknowledged"] == 20 and row["vectorsCaughtUpS"] is not None and row["vectorsCaughtUpS"] >= 0
     assert row["vectorWaitMaxS"] is not None and row["vectorWaitMaxS"] >= 0
@@ -54,8 +59,7 @@ def test_the_bench_times_how_long_until_every_event_has_its_vector(live_server: 
 
 def test_an_event_waiting_for_its_vector_is_counted_with_its_age(live_server: Any, tenant_a: Tenant,
                                                                  tenant_b: Tenant) -> None:
-    db = connection.settings_dict
-    pending = VectorsPending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
+    pending = _pending()
     asyncio.run(measure_events(live_server.url, tenant_a.user_raw, clients=1, events=3))
     hour_ago = timezone.now() - timedelta(hours=1)
     SessionEvent.objects.filter(user=tenant_a.user).update(embedding=None, created_at=hour_ago)
@@ -131,11 +135,6 @@ def test_negative_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["bench", "mcp", "--events", "10", "--rate", "-5"]) == 2
 
 
-def _pending() -> VectorsPending:
-    db = connection.settings_dict
-    return VectorsPending(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT'] or 5432}")
-
-
 def test_a_series_at_several_rates_runs_each_pace_from_the_lowest_then_back_to_back(
         live_server: Any, tenant_a: Tenant, tenant_b: Tenant, capsys: pytest.CaptureFixture[str]) -> None:
     pending = _pending()
@@ -189,5 +188,8 @@ def test_rates_that_are_not_numbers_or_below_zero_are_refused(capsys: pytest.Cap
         main(["bench", "mcp", "--events", "10", "--rate", "200,fast"])
     assert exited.value.code == 2
     assert "rates are events a second, e.g. 300 or 200,300,400" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["bench", "mcp", "--events", "10", "--rate", "nan"])
+    assert "rates are events a second" in capsys.readouterr().err
     assert main(["bench", "mcp", "--events", "10", "--rate", "200,-5"]) == 2
     assert "--events and --rate at least 0" in capsys.readouterr().err
