@@ -199,7 +199,7 @@ def events_series(base: str, token: str, *, clients: list[int], events: int, qui
     rows = []
     for count in clients:
         asyncio.run(measure_events(base, token, clients=count, events=max(50, count * 10), pending=pending))  # warm-up
-        for rate in sorted(rates or [0.0], key=lambda rate: (rate == 0, rate)):
+        for rate in in_turn(rates or [0.0]):
             row = asyncio.run(measure_events(base, token, clients=count, events=events, rate=rate, pending=pending))
             rows.append(row)
             if not quiet:
@@ -209,9 +209,14 @@ def events_series(base: str, token: str, *, clients: list[int], events: int, qui
     return rows
 
 
+def in_turn(rates: list[float]) -> list[float]:
+    """The order a series runs its rates in: paced ones from the lowest, back to back (0) last."""
+    return sorted(rates, key=lambda rate: (rate == 0, rate))
+
+
 def paced_text(rates: list[float]) -> str:
     """How a series header names its pace: nothing for back to back alone."""
-    paced = [f"{rate:g}" for rate in rates if rate]
+    paced = [f"{rate:g}" for rate in in_turn(rates) if rate]
     if not paced:
         return ""
     back_to_back = ", then back to back" if 0 in rates else ""

@@ -67,7 +67,7 @@ def _counts(text: str) -> list[int]:
 
 def _rates(text: str) -> list[float]:
     try:
-        rates = sorted({float(part) for part in text.split(",") if part.strip()}) or [0.0]
+        rates = list(dict.fromkeys(float(part) for part in text.split(",") if part.strip())) or [0.0]
     except ValueError:
         rates = [math.nan]
     if not all(math.isfinite(rate) for rate in rates):
